@@ -1,0 +1,106 @@
+"""Interface of a self-paced (SP) regularizer.
+
+An SP-regularizer ``f(v, lam)`` defines, for a per-sample loss ``ell >= 0`` and
+an age ``lam > 0``, the optimal weight (GAGA paper, Definition 2)::
+
+    v*(ell, lam) = argmin_{v in [0, 1]}  v * ell + f(v, lam)
+
+and partitions the samples into three sets (GAGA paper, section 3.2, Fig. 3):
+
+* ``E`` (easy):  ``ell <= lo(lam)``, ``v* = 1``;
+* ``M`` (mixed): ``lo(lam) < ell < hi(lam)``, ``0 < v* < 1``;
+* ``D`` (hard):  ``ell >= hi(lam)``, ``v* = 0``.
+
+Subclasses implement the vectorised formulas.  Everything here is numpy and
+broadcasts over ``ell``; ``lam`` is a scalar.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from spl_bench.errors import check_positive
+
+#: Partition codes returned by :meth:`SPRegularizer.partition`.
+EASY, MIXED, HARD = 0, 1, 2
+SET_NAMES = {EASY: "E", MIXED: "M", HARD: "D"}
+
+
+class SPRegularizer(ABC):
+    """Base class of SP-regularizers (GAGA paper, Definition 2)."""
+
+    name: str = "base"
+
+    # ------------------------------------------------------------------ params
+    def get_params(self) -> dict[str, float]:
+        """Hyper-parameters other than the age, as a plain dict."""
+        return {}
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+    def check_lam(self, lam: float) -> float:
+        """Validate an age value; raise a clear error if it is out of range."""
+        return check_positive("the age lambda", lam)
+
+    # -------------------------------------------------------------- formulas
+    @abstractmethod
+    def penalty(self, v: ArrayLike, lam: float) -> NDArray[np.float64]:
+        """The regularizer value ``f(v, lam)`` for each weight."""
+
+    @abstractmethod
+    def thresholds(self, lam: float) -> tuple[float, float]:
+        """``(lo, hi)``: ``v* = 1`` for ``ell <= lo``, ``v* = 0`` for ``ell >= hi``."""
+
+    @abstractmethod
+    def _v_mixed(self, ell: NDArray[np.float64], lam: float) -> NDArray[np.float64]:
+        """``v*`` for losses strictly inside ``(lo, hi)``."""
+
+    @abstractmethod
+    def _dv_mixed(
+        self, ell: NDArray[np.float64], lam: float
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``(dv*/dell, dv*/dlam)`` for losses strictly inside ``(lo, hi)``."""
+
+    # ------------------------------------------------------ derived, generic
+    def partition(self, ell: ArrayLike, lam: float) -> NDArray[np.int8]:
+        """Set code (:data:`EASY`, :data:`MIXED`, :data:`HARD`) of each loss."""
+        ell = np.asarray(ell, dtype=float)
+        lo, hi = self.thresholds(lam)
+        out = np.full(ell.shape, MIXED, dtype=np.int8)
+        out[ell <= lo] = EASY
+        out[ell >= hi] = HARD
+        return out
+
+    def v_star(self, ell: ArrayLike, lam: float) -> NDArray[np.float64]:
+        """Closed-form minimiser ``v*(ell, lam)`` of ``v ell + f(v, lam)`` on [0, 1]."""
+        ell = np.asarray(ell, dtype=float)
+        if np.any(np.isnan(ell)):
+            raise FloatingPointError("NaN loss passed to an SP-regularizer")
+        part = self.partition(ell, lam)
+        v = np.where(part == EASY, 1.0, 0.0)
+        mid = part == MIXED
+        if np.any(mid):
+            v[mid] = np.clip(self._v_mixed(ell[mid], lam), 0.0, 1.0)
+        return v
+
+    def dv_star(
+        self, ell: ArrayLike, lam: float
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Partial derivatives ``(dv*/dell, dv*/dlam)``; zero outside ``M``."""
+        ell = np.asarray(ell, dtype=float)
+        d_ell = np.zeros(ell.shape)
+        d_lam = np.zeros(ell.shape)
+        mid = self.partition(ell, lam) == MIXED
+        if np.any(mid):
+            d_ell[mid], d_lam[mid] = self._dv_mixed(ell[mid], lam)
+        return d_ell, d_lam
+
+    def sp_objective(self, v: ArrayLike, ell: ArrayLike, lam: float) -> NDArray[np.float64]:
+        """Per-sample ``v ell + f(v, lam)`` (the quantity ``v*`` minimises)."""
+        v = np.asarray(v, dtype=float)
+        return v * np.asarray(ell, dtype=float) + self.penalty(v, lam)

@@ -1,0 +1,43 @@
+"""Mixture SP-regularizer ``f(v, lam) = gamma^2 / (v + gamma/lam)`` (Zhao et al. 2015).
+
+Closed form, with ``lo = (lam gamma / (lam + gamma))^2`` and ``hi = lam^2``::
+
+    v* = 1                              if ell <= lo
+    v* = gamma (1/sqrt(ell) - 1/lam)    if lo < ell < hi
+    v* = 0                              if ell >= hi
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from spl_bench.errors import check_positive
+from spl_bench.sp import REGISTRY
+from spl_bench.sp.base import SPRegularizer
+
+
+@REGISTRY.register("mixture")
+class MixtureSP(SPRegularizer):
+    """Mixture regularizer with shape parameter ``gamma > 0`` (GAGA Table 3 column γ)."""
+
+    def __init__(self, gamma: float = 0.5) -> None:
+        self.gamma = check_positive("mixture gamma", gamma)
+
+    def get_params(self) -> dict[str, float]:
+        return {"gamma": self.gamma}
+
+    def penalty(self, v: ArrayLike, lam: float) -> NDArray[np.float64]:
+        v = np.asarray(v, dtype=float)
+        return self.gamma**2 / (v + self.gamma / lam)
+
+    def thresholds(self, lam: float) -> tuple[float, float]:
+        g = self.gamma
+        return float((lam * g / (lam + g)) ** 2), float(lam**2)
+
+    def _v_mixed(self, ell: NDArray[np.float64], lam: float) -> NDArray[np.float64]:
+        return self.gamma * (1.0 / np.sqrt(ell) - 1.0 / lam)
+
+    def _dv_mixed(self, ell, lam):
+        g = self.gamma
+        return -0.5 * g * ell ** (-1.5), np.full_like(ell, g / lam**2)
