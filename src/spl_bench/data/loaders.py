@@ -1,0 +1,186 @@
+"""Dataset loading: scikit-learn's bundled sets, local files and OpenML.
+
+A dataset is described by its config ``configs/data/<name>.yaml``::
+
+    name: music
+    task: regression            # or classification
+    source: local               # sklearn | local | openml
+    file: music.csv.gz          # local: file under the data directory (CSV, last column `target`)
+    sha256: ...                 # optional integrity check of the local file
+    openml_id: 4544             # local/openml: the OpenML id (used when no local file exists)
+    openml_target: V100         # OpenML target column (default: the dataset's default target)
+    rows: null                  # optional row slice "start:stop" (pendigits' UCI test split: "7494:")
+    binarize: null              # classification: see spl_bench.data.dataset.binarize
+
+A ``local`` dataset whose file is missing is fetched from OpenML (with the
+``openml`` package and its cache) when ``openml_id`` is set; with no network the
+error says where to put the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from spl_bench.data.dataset import Dataset, binarize
+from spl_bench.errors import ConfigError, DataError, unknown_name
+from spl_bench.paths import DATA_DIR_ENV, config_dir, data_dir
+
+SKLEARN_LOADERS = ("diabetes", "breast_cancer", "digits", "iris", "wine")
+
+
+def available_datasets() -> list[str]:
+    """Names of the dataset configs in ``configs/data/``."""
+    return sorted(p.stem for p in (config_dir() / "data").glob("*.yaml"))
+
+
+def dataset_spec(name: str) -> dict[str, Any]:
+    """The config of dataset ``name`` as a plain dict."""
+    from omegaconf import OmegaConf
+
+    path = config_dir() / "data" / f"{name}.yaml"
+    if not path.is_file():
+        raise unknown_name("dataset", name, available_datasets())
+    spec = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+    assert isinstance(spec, dict)
+    spec.setdefault("name", name)
+    return spec
+
+
+def load_dataset(name_or_spec: str | dict[str, Any], data_dir_: str | Path | None = None) -> Dataset:
+    """Load a dataset by config name (``"music"``) or from a spec dict.
+
+    Parameters
+    ----------
+    name_or_spec : str or dict
+        A name from ``configs/data`` or the content of such a config.
+    data_dir_ : path, optional
+        Directory of local files; default ``data.root``, ``$SPL_BENCH_DATA_DIR`` or a user cache.
+    """
+    spec = dataset_spec(name_or_spec) if isinstance(name_or_spec, str) else dict(name_or_spec)
+    name = str(spec.get("name", "dataset"))
+    task = spec.get("task")
+    if task not in ("regression", "classification"):
+        raise ConfigError(f"dataset {name!r}: task must be 'regression' or 'classification', got {task!r}")
+    source = spec.get("source", "local")
+    root = data_dir(data_dir_ or spec.get("root"))
+    if source == "sklearn":
+        X, y = _load_sklearn(spec.get("sklearn_name", name))
+        origin = f"scikit-learn {spec.get('sklearn_name', name)}"
+    elif source == "local":
+        path = root / str(spec["file"])
+        if path.is_file():
+            X, y = _load_csv(path, spec)
+            origin = str(path)
+        elif spec.get("openml_id") is not None:
+            X, y = _load_openml_or_explain(spec, path)
+            origin = f"OpenML {spec['openml_id']}"
+        else:
+            raise DataError(_missing_file_message(name, path))
+    elif source == "openml":
+        X, y = _load_openml_or_explain(spec, root / str(spec.get("file", f"{name}.csv.gz")))
+        origin = f"OpenML {spec['openml_id']}"
+    else:
+        raise ConfigError(f"dataset {name!r}: unknown source {source!r}; valid: sklearn, local, openml")
+    X, y = _slice_rows(X, y, spec.get("rows"), name)
+    if task == "classification":
+        y = binarize(y, spec.get("binarize"), name)
+    else:
+        y = np.asarray(y, dtype=float)
+    meta = {"origin": origin, "binarize": spec.get("binarize"), "rows": spec.get("rows")}
+    if spec.get("stand_in_for"):
+        meta["stand_in_for"] = spec["stand_in_for"]
+    return Dataset(name=name, X=np.asarray(X, dtype=float), y=y, task=task, meta=meta).validate()
+
+
+# ----------------------------------------------------------------- sources
+def _load_sklearn(name: str) -> tuple[np.ndarray, np.ndarray]:
+    import sklearn.datasets as skd
+
+    if name not in SKLEARN_LOADERS:
+        raise ConfigError(f"unknown scikit-learn dataset {name!r}; valid: {', '.join(SKLEARN_LOADERS)}")
+    X, y = getattr(skd, f"load_{name}")(return_X_y=True)
+    return np.asarray(X, dtype=float), np.asarray(y)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _load_csv(path: Path, spec: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    expected = spec.get("sha256")
+    if expected and spec.get("verify_sha256", True) and _sha256(path) != expected:
+        raise DataError(f"{path}: sha256 does not match the config ({expected[:12]}...); the file is not the expected copy")
+    frame = pd.read_csv(path)
+    target = spec.get("target_column", "target")
+    if target not in frame.columns:
+        raise DataError(f"{path}: no column {target!r} (columns: {', '.join(map(str, frame.columns[-5:]))} ...)")
+    y = frame.pop(target).to_numpy()
+    try:
+        X = frame.to_numpy(dtype=float)
+    except ValueError as exc:
+        raise DataError(f"{path}: non-numeric feature values ({exc})") from None
+    return X, y
+
+
+def frame_to_arrays(X: pd.DataFrame, y: pd.Series | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Convert an OpenML (pandas) frame to numeric arrays: categoricals become their codes."""
+    X = X.copy()
+    for col in X.columns:
+        if isinstance(X[col].dtype, pd.CategoricalDtype) or X[col].dtype == object:
+            X[col] = X[col].astype("category").cat.codes.astype(float)
+    y_arr = np.asarray(y)
+    if y_arr.dtype == object or isinstance(getattr(y, "dtype", None), pd.CategoricalDtype):
+        y_arr = pd.Series(y_arr).astype("category").cat.codes.to_numpy()
+        y_arr = y_arr.astype(float)
+    return X.to_numpy(dtype=float), y_arr
+
+
+def _load_openml(spec: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    import openml  # the real client, with its own cache (~/.openml or openml.config.cache_directory)
+
+    ds = openml.datasets.get_dataset(
+        int(spec["openml_id"]), download_data=True, download_qualities=False, download_features_meta_data=False
+    )
+    target = spec.get("openml_target") or ds.default_target_attribute
+    X, y, _, _ = ds.get_data(target=target, dataset_format="dataframe")
+    return frame_to_arrays(X, y)
+
+
+def _load_openml_or_explain(spec: dict[str, Any], local_path: Path) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        return _load_openml(spec)
+    except ImportError:  # pragma: no cover - openml is a dependency
+        raise DataError("the 'openml' package is not installed; pip install openml") from None
+    except Exception as exc:  # network errors come in many types (requests, openml, OSError)
+        raise DataError(
+            _missing_file_message(str(spec.get("name")), local_path)
+            + f"\nDownloading OpenML dataset {spec['openml_id']} failed too: {type(exc).__name__}: {exc}"
+        ) from None
+
+
+def _missing_file_message(name: str, path: Path) -> str:
+    return (
+        f"dataset {name!r}: local file {path} not found.\n"
+        f"Put the file there, or point the data directory at a folder that has it with "
+        f"`{DATA_DIR_ENV}=/path/to/datasets` or `data.root=/path/to/datasets`."
+    )
+
+
+def _slice_rows(X: np.ndarray, y: np.ndarray, rows: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
+    if rows in (None, "", "all"):
+        return X, y
+    try:
+        parts = [int(p) if p.strip() else None for p in str(rows).split(":")]
+        sl = slice(*parts)
+    except (ValueError, TypeError):
+        raise ConfigError(f"dataset {name!r}: rows must look like 'start:stop', got {rows!r}") from None
+    return X[sl], y[sl]

@@ -1,0 +1,33 @@
+"""Where configs, datasets and caches live."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+#: Environment variable naming the directory of local dataset files.
+DATA_DIR_ENV = "SPL_BENCH_DATA_DIR"
+#: Environment variable overriding the Hydra config directory.
+CONFIG_DIR_ENV = "SPL_BENCH_CONFIG_DIR"
+
+
+def repo_root() -> Path:
+    """The source checkout this package was installed from (editable install)."""
+    return Path(__file__).resolve().parents[2]
+
+
+def config_dir() -> Path:
+    """The Hydra config directory (``configs/`` of the checkout, or ``$SPL_BENCH_CONFIG_DIR``)."""
+    env = os.environ.get(CONFIG_DIR_ENV)
+    path = Path(env) if env else repo_root() / "configs"
+    return path.resolve()
+
+
+def data_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """The local dataset directory: ``explicit``, else ``$SPL_BENCH_DATA_DIR``, else a user cache."""
+    if explicit:
+        return Path(explicit).expanduser().resolve()
+    env = os.environ.get(DATA_DIR_ENV)
+    if env:
+        return Path(env).expanduser().resolve()
+    return (Path.home() / ".cache" / "spl-bench" / "datasets").resolve()
