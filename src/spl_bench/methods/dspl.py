@@ -1,0 +1,549 @@
+"""DSPL: distributed self-paced learning by consensus ADMM (Zhang et al., IJCAI 2018).
+
+The data are split into ``m`` batches ``(X_i, y_i)``.  Each batch keeps its own
+model ``w_i`` and weights ``v_i``; the consensus variable ``z`` ties them together
+(problem (3))::
+
+    min  sum_i f_i(w_i, v_i; lam) + reg ||z||^2     s.t.  w_i = z,  v_ij in [0, 1]
+    f_i(w_i, v_i; lam) = sum_j v_ij (y_ij - w_i^T x_ij)^2 + sum_j f_SP(v_ij, lam)
+
+with the hard SP-regularizer ``f_SP(v, lam) = -lam v`` of the paper (eq. (4)); any
+:mod:`spl_bench.sp` regularizer can be used instead.  ``reg = 1`` is the paper's
+``||z||_2^2``.  Algorithm 1: for fixed ``v`` the convex problem in ``(w, z)`` is solved
+by consensus ADMM on the augmented Lagrangian (5) -- closed-form ``w_i``-update (7),
+``z``-update (8), dual update, stopping on the squared primal/dual residuals (9) --
+then ``v_i = 1[ell_ij(w_i) < lam]`` (11) and ``lam <- min(mu lam, tau)``, until the
+Lagrangian stops changing.
+
+Execution: the per-batch work (Gram matrices, factorizations, ``w_i``-updates,
+``v_i``-updates, batch objectives) runs through a *backend*.  :class:`SerialBackend`
+runs it in-process; :class:`DaskBackend` runs it on a ``dask.distributed`` cluster
+(a LocalCluster, or any scheduler by address).  The batches are scattered once and
+stay on the workers together with their ``v_i``, Gram matrices and factors; each ADMM
+iteration ships only ``(alpha_i, z)`` out and ``w_i`` back (``p`` numbers each).  Both
+backends call the same functions in the same order, so they give the same numbers.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.linalg import cho_factor, cho_solve
+
+from spl_bench.errors import ConfigError, DataError, check_positive
+from spl_bench.methods.base import Array, SPLEstimator
+from spl_bench.models import Params
+from spl_bench.sp import SPRegularizer, get_sp
+
+# =====================================================================================
+# Per-batch work.  Module-level functions of plain data so that Dask can ship them.
+# =====================================================================================
+
+
+@dataclass
+class Batch:
+    """One mini-batch ``(X_i, y_i)``; lives on a worker."""
+
+    X: Array
+    y: Array
+
+
+@dataclass
+class GramState:
+    """``G_i = 2 X_i^T V_i X_i`` and ``b_i = 2 X_i^T V_i y_i`` of eq. (7) for the current ``v_i``."""
+
+    G: Array
+    b: Array
+
+
+@dataclass
+class Factor:
+    """Cholesky factor of ``G_i + rho I`` and the vector ``b_i`` (eq. (7))."""
+
+    cho: tuple[Array, bool]
+    b: Array
+
+
+def batch_losses(batch: Batch, w: Array) -> Array:
+    """Squared losses ``ell_ij = (y_ij - w^T x_ij)^2`` of one batch (the loss of eq. (7))."""
+    r = batch.y - batch.X @ w
+    return r * r
+
+
+def _ones_v(batch: Batch) -> Array:
+    return np.ones(batch.y.shape[0])
+
+
+def _v_step(batch: Batch, w: Array, lam: float, sp: SPRegularizer) -> Array:
+    """``v_i = v*(ell(w_i), lam)``: eq. (11), ``1[ell < lam]`` for the hard regularizer."""
+    return sp.v_star(batch_losses(batch, w), lam)
+
+
+def _gram(batch: Batch, v: Array) -> GramState:
+    """``G_i = 2 X_i^T diag(v_i) X_i`` and ``b_i = 2 X_i^T diag(v_i) y_i`` (eq. (7))."""
+    Xv = batch.X * v[:, None]
+    return GramState(G=2.0 * (Xv.T @ batch.X), b=2.0 * (Xv.T @ batch.y))
+
+
+def _gram_trace(gs: GramState) -> float:
+    return float(np.trace(gs.G))
+
+
+def _factor(gs: GramState, rho: float) -> Factor:
+    """Factorize ``G_i + rho I`` once per ``(v_i, rho)``; every ADMM iteration reuses it."""
+    A = gs.G + rho * np.eye(gs.G.shape[0])
+    return Factor(cho=cho_factor(A, lower=True, check_finite=False), b=gs.b)
+
+
+def _w_step(fac: Factor, alpha: Array, z: Array, rho: float) -> Array:
+    """Closed-form ``w_i``-update, eq. (7): ``(G_i + rho I)^-1 (b_i - alpha_i + rho z)``."""
+    return cho_solve(fac.cho, fac.b - alpha + rho * z, check_finite=False)
+
+
+def _batch_objective(batch: Batch, v: Array, w: Array, lam: float, sp: SPRegularizer) -> Array:
+    """``[f_i(w_i, v_i; lam), sum_j v_ij]``: the batch term of eq. (4) and its weight mass."""
+    ell = batch_losses(batch, w)
+    return np.array([float(v @ ell + np.sum(sp.penalty(v, lam))), float(v.sum())])
+
+
+def _v_changes(v_old: Array, v_new: Array) -> float:
+    return float(np.abs(v_new - v_old).sum())
+
+
+def _identity(x: Any) -> Any:
+    return x
+
+
+# =====================================================================================
+# Backends
+# =====================================================================================
+
+
+class SerialBackend:
+    """Run the per-batch functions in this process, one batch after the other."""
+
+    name = "serial"
+
+    def scatter(self, items: Sequence[Any]) -> list[Any]:
+        return list(items)
+
+    def map(self, fn: Callable[..., Any], *iterables: Iterable[Any], **kwargs: Any) -> list[Any]:
+        return [fn(*args, **kwargs) for args in zip(*iterables, strict=True)]
+
+    def gather(self, handles: Sequence[Any]) -> list[Any]:
+        return list(handles)
+
+    def n_workers(self) -> int:
+        return 1
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> SerialBackend:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class DaskBackend:
+    """Run the per-batch functions on a ``dask.distributed`` cluster.
+
+    Parameters
+    ----------
+    address : str, optional
+        Scheduler address (``tcp://host:8786``) of an existing cluster.  When given,
+        only the client is closed at the end, never the cluster.
+    n_workers, threads_per_worker, processes : LocalCluster options when ``address`` is None.
+    client : distributed.Client, optional
+        Use this client (not closed by the backend).
+    """
+
+    name = "dask"
+
+    def __init__(
+        self,
+        address: str | None = None,
+        n_workers: int = 2,
+        threads_per_worker: int = 1,
+        processes: bool = True,
+        client: Any = None,
+    ) -> None:
+        from dask.distributed import Client, LocalCluster
+
+        self._own_client = client is None
+        self._cluster = None
+        if client is not None:
+            self.client = client
+        elif address:
+            try:
+                self.client = Client(address, timeout="20s")
+            except OSError as e:
+                raise ConfigError(f"cannot connect to the Dask scheduler at {address!r}: {e}") from e
+        else:
+            self._cluster = LocalCluster(
+                n_workers=int(n_workers),
+                threads_per_worker=int(threads_per_worker),
+                processes=bool(processes),
+                dashboard_address=None,
+            )
+            self.client = Client(self._cluster)
+
+    def scatter(self, items: Sequence[Any]) -> list[Any]:
+        # one future per batch, spread over the workers; the data never move again
+        return list(self.client.scatter(list(items), hash=False))
+
+    def map(self, fn: Callable[..., Any], *iterables: Iterable[Any], **kwargs: Any) -> list[Any]:
+        return [self.client.submit(fn, *args, pure=False, **kwargs) for args in zip(*iterables, strict=True)]
+
+    def gather(self, handles: Sequence[Any]) -> list[Any]:
+        return list(self.client.gather(list(handles)))
+
+    def n_workers(self) -> int:
+        return len(self.client.scheduler_info()["workers"])
+
+    def close(self) -> None:
+        if self._own_client:
+            self.client.close()
+        if self._cluster is not None:
+            self._cluster.close()
+            self._cluster = None
+
+    def __enter__(self) -> DaskBackend:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def make_backend(backend: str = "dask", cluster: dict[str, Any] | None = None) -> SerialBackend | DaskBackend:
+    """Build the backend named ``backend`` (``serial`` or ``dask``) with ``cluster`` options."""
+    cluster = dict(cluster or {})
+    if backend == "serial":
+        return SerialBackend()
+    if backend == "dask":
+        allowed = {"address", "n_workers", "threads_per_worker", "processes"}
+        unknown = set(cluster) - allowed
+        if unknown:
+            raise ConfigError(f"unknown DSPL cluster option(s) {sorted(unknown)}; valid: {sorted(allowed)}")
+        return DaskBackend(**cluster)
+    raise ConfigError(f"unknown DSPL backend {backend!r}; valid: dask, serial")
+
+
+# =====================================================================================
+# The algorithm
+# =====================================================================================
+
+
+@dataclass
+class OuterRecord:
+    """What one outer iteration (one ADMM solve for fixed ``v``) produced."""
+
+    lam: float
+    lagrangian: float
+    objective: float
+    z: Array
+    n_selected: float
+    admm_iters: int
+    admm_converged: bool
+    r2: float
+    s2: float
+    rho: float
+    seconds: float
+    v: Array | None = None
+
+
+@dataclass
+class DSPLResult:
+    """Output of :func:`dspl_solve`."""
+
+    z: Array
+    W: Array
+    alpha: Array
+    history: list[OuterRecord] = field(default_factory=list)
+    converged: bool = False
+    v: list[Array] | None = None
+
+    @property
+    def lagrangians(self) -> Array:
+        return np.array([h.lagrangian for h in self.history])
+
+    @property
+    def lambdas(self) -> Array:
+        return np.array([h.lam for h in self.history])
+
+
+def dspl_solve(
+    batches: Sequence[tuple[Array, Array]],
+    backend: SerialBackend | DaskBackend | None = None,
+    sp: SPRegularizer | str = "hard",
+    lam0: float = 0.1,
+    tau: float = 1.0,
+    mu: float = 1.1,
+    rho: float | str = "auto",
+    reg: float = 1.0,
+    eps_r: float = 1e-12,
+    eps_s: float = 1e-12,
+    eps_L: float = 1e-6,
+    max_outer: int = 200,
+    max_admm: int = 2000,
+    adaptive_rho: bool = False,
+    v_in_admm: bool = False,
+    w_init: ArrayLike | float = 1.0,
+    store_v: bool = False,
+    gather_v: bool = True,
+) -> DSPLResult:
+    """Run DSPL (Algorithm 1) on a list of batches ``[(X_1, y_1), ..., (X_m, y_m)]``.
+
+    Parameters
+    ----------
+    batches : list of (X_i, y_i)
+        The mini-batches (rows are samples).
+    backend : SerialBackend or DaskBackend
+        Where the per-batch work runs (default: serial).
+    sp : SP-regularizer or name
+        ``hard`` (the paper, eq. (11)) or any :mod:`spl_bench.sp` regularizer.
+    lam0, tau, mu : float
+        Age schedule: ``lam <- min(mu lam, tau)`` after each outer iteration
+        (Algorithm 1 lines 14-17; the paper uses 0.1, 1, 1.1).
+    rho : float or "auto"
+        ADMM penalty.  ``auto`` sets, before every ADMM solve, ``rho = mean_i tr(G_i) / p``
+        (the mean curvature of the batch losses), with ``G_i = 2 X_i^T V_i X_i``.
+    reg : float
+        Weight of ``||z||^2`` (1 in the paper).
+    eps_r, eps_s : float
+        ADMM stops when ``||r||^2 < eps_r`` and ``||s||^2 < eps_s`` (eq. (9)).
+    eps_L : float
+        Outer loop stops when ``lam`` has reached ``tau`` and ``|L^t - L^{t-1}| < eps_L``.
+    max_outer, max_admm : int
+        Iteration limits.
+    adaptive_rho : bool
+        Residual balancing after each ADMM iteration: ``r > 10 s -> 2 rho``, ``10 r < s -> rho / 2``.
+    v_in_admm : bool
+        Also update ``v_i`` after every dual update (the paper's second variant; no
+        convergence guarantee).
+    w_init : float or array (p,)
+        Initial ``w_i`` (Algorithm 1 line 1: all ones) and ``z``.
+    store_v : bool
+        Keep the gathered ``v`` of every outer iteration in the history (tests, figures).
+    gather_v : bool
+        Gather the final ``v`` into :attr:`DSPLResult.v`.
+
+    Returns
+    -------
+    DSPLResult
+        Final ``z`` (the model), ``W`` (m, p), ``alpha`` (m, p), per-outer-iteration history.
+    """
+    if backend is None:
+        backend = SerialBackend()
+    sp = get_sp(sp) if isinstance(sp, str) else sp
+    m = len(batches)
+    if m < 1:
+        raise ConfigError("DSPL needs at least one batch")
+    p = batches[0][0].shape[1]
+    for X_i, y_i in batches:
+        if X_i.ndim != 2 or X_i.shape[1] != p or X_i.shape[0] != y_i.shape[0] or X_i.shape[0] == 0:
+            raise DataError("every batch must be a non-empty (X_i (n_i, p), y_i (n_i,)) pair with the same p")
+    lam0 = check_positive("lam0", lam0)
+    tau = check_positive("tau (lam_max)", tau)
+    mu = check_positive("mu", mu)
+    if mu < 1:
+        raise ConfigError(f"mu must be >= 1 (lambda grows), got {mu}")
+    if lam0 > tau:
+        raise ConfigError(f"lam0 ({lam0}) must not exceed tau ({tau})")
+    reg = float(reg)
+    if not reg >= 0:
+        raise ConfigError(f"reg must be >= 0, got {reg}")
+    auto_rho = isinstance(rho, str)
+    if auto_rho and rho != "auto":
+        raise ConfigError(f"rho must be a positive number or 'auto', got {rho!r}")
+    rho_val = 1.0 if auto_rho else check_positive("rho", rho)
+    w0 = np.broadcast_to(np.asarray(w_init, dtype=float), (p,)).copy()
+
+    handles = backend.scatter([Batch(np.ascontiguousarray(X_i, dtype=float), np.asarray(y_i, dtype=float))
+                               for X_i, y_i in batches])
+    W = np.tile(w0, (m, 1))
+    z = w0.copy()
+    alpha = np.zeros((m, p))
+    v_h = backend.map(_ones_v, handles)  # Algorithm 1 line 1: v_i^0 = 1
+    lam = lam0
+    result = DSPLResult(z=z, W=W, alpha=alpha)
+    prev_L: float | None = None
+
+    for _t in range(int(max_outer)):
+        t0 = time.perf_counter()
+        g_h = backend.map(_gram, handles, v_h)
+        if auto_rho:
+            traces = backend.gather(backend.map(_gram_trace, g_h))
+            rho_val = float(np.mean(traces)) / p
+            if not rho_val > 0:
+                rho_val = 1.0
+        f_h = backend.map(_factor, g_h, rho=rho_val)
+        converged_admm = False
+        r2 = s2 = np.inf
+        k = 0
+        for k in range(1, int(max_admm) + 1):
+            W = np.array(backend.gather(backend.map(_w_step, f_h, list(alpha), z=z, rho=rho_val)))  # (7)
+            z_old = z
+            z = (rho_val * W.sum(axis=0) + alpha.sum(axis=0)) / (2.0 * reg + rho_val * m)  # (8)
+            alpha = alpha + rho_val * (W - z)  # dual update
+            r2 = float(np.sum((W - z) ** 2))  # (9)
+            s2 = float(m * rho_val**2 * np.sum((z - z_old) ** 2))
+            if v_in_admm:
+                v_new = backend.map(_v_step, handles, list(W), lam=lam, sp=sp)
+                changed = sum(backend.gather(backend.map(_v_changes, v_h, v_new)))
+                v_h = v_new
+                if changed > 0:
+                    g_h = backend.map(_gram, handles, v_h)
+                    f_h = backend.map(_factor, g_h, rho=rho_val)
+            if r2 < eps_r and s2 < eps_s:
+                converged_admm = True
+                break
+            if adaptive_rho:
+                r, s = np.sqrt(r2), np.sqrt(s2)
+                new_rho = rho_val * 2.0 if r > 10.0 * s else rho_val / 2.0 if 10.0 * r < s else rho_val
+                if new_rho != rho_val:
+                    rho_val = new_rho
+                    f_h = backend.map(_factor, g_h, rho=rho_val)
+        # augmented Lagrangian (5) at the end of the ADMM solve, with the v and lam it used
+        parts = np.array(backend.gather(backend.map(_batch_objective, handles, v_h, list(W), lam=lam, sp=sp)))
+        f_sum, n_sel = float(parts[:, 0].sum()), float(parts[:, 1].sum())
+        L = (f_sum + reg * float(z @ z) + float(np.sum(alpha * (W - z))) + 0.5 * rho_val * r2)
+        obj_z = np.array(backend.gather(backend.map(_batch_objective, handles, v_h, [z] * m, lam=lam, sp=sp)))
+        objective = float(obj_z[:, 0].sum()) + reg * float(z @ z)
+        v_store = np.concatenate(backend.gather(v_h)) if store_v else None
+        result.history.append(OuterRecord(
+            lam=lam, lagrangian=L, objective=objective, z=z.copy(), n_selected=n_sel, admm_iters=k,
+            admm_converged=converged_admm, r2=r2, s2=s2, rho=rho_val,
+            seconds=time.perf_counter() - t0, v=v_store,
+        ))
+        if prev_L is not None and lam >= tau and abs(L - prev_L) < eps_L:
+            result.converged = True
+            break
+        prev_L = L
+        v_h = backend.map(_v_step, handles, list(W), lam=lam, sp=sp)  # line 13, eq. (11)
+        lam = min(lam * mu, tau)  # lines 14-17, capped at tau
+
+    result.z, result.W, result.alpha = z, W, alpha
+    if gather_v:
+        result.v = backend.gather(v_h)
+    return result
+
+
+def split_batches(X: Array, y: Array, n_batches: int) -> list[tuple[Array, Array]]:
+    """Split the rows into ``n_batches`` contiguous, nearly equal batches (row order kept)."""
+    n_batches = int(n_batches)
+    if n_batches < 1:
+        raise ConfigError(f"n_batches must be >= 1, got {n_batches}")
+    if n_batches > X.shape[0]:
+        raise DataError(f"cannot split {X.shape[0]} rows into {n_batches} batches")
+    bounds = np.linspace(0, X.shape[0], n_batches + 1).round().astype(int)
+    return [(X[a:b], y[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+# =====================================================================================
+# Estimator
+# =====================================================================================
+
+
+class DSPL(SPLEstimator):
+    """Distributed self-paced learning (Zhang et al., IJCAI 2018, Algorithm 1).
+
+    A linear regression model ``y ~ x^T z`` without intercept (centre the data), squared
+    loss and ``reg ||z||^2``; the runner's ``model`` (``lasso``) is used for prediction
+    only.  Candidates are the outer iterations, one per age of the schedule
+    ``lam0, mu lam0, ..., tau`` (``{"lam": ..., "outer_iter": ...}``); the last one is
+    selected by default.
+
+    Parameters
+    ----------
+    n_batches : int
+        Number of mini-batches (contiguous row blocks of the training data).
+    lam0, lam_max, mu : float
+        Age schedule ``lam <- min(mu lam, lam_max)``; ``lam_max`` is the paper's ``tau_lambda``.
+    rho, reg, eps_r, eps_s, eps_L, max_outer, max_admm, adaptive_rho, v_in_admm :
+        See :func:`dspl_solve`.
+    backend : {"dask", "serial"}
+        Where the per-batch updates run.
+    cluster : dict
+        Dask options: ``address`` (join an existing scheduler), or ``n_workers``,
+        ``threads_per_worker``, ``processes`` for a LocalCluster started and closed by ``fit``.
+    """
+
+    def __init__(
+        self,
+        model: str = "lasso",
+        model_params: dict[str, Any] | None = None,
+        sp: str = "hard",
+        sp_params: dict[str, Any] | None = None,
+        n_batches: int = 10,
+        lam0: float = 0.1,
+        lam_max: float = 1.0,
+        mu: float = 1.1,
+        rho: float | str = "auto",
+        reg: float = 1.0,
+        eps_r: float = 1e-12,
+        eps_s: float = 1e-12,
+        eps_L: float = 1e-6,
+        max_outer: int = 200,
+        max_admm: int = 2000,
+        adaptive_rho: bool = False,
+        v_in_admm: bool = False,
+        backend: str = "dask",
+        cluster: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(model=model, model_params=model_params, sp=sp, sp_params=sp_params)
+        self.n_batches = n_batches
+        self.lam0 = lam0
+        self.lam_max = lam_max
+        self.mu = mu
+        self.rho = rho
+        self.reg = reg
+        self.eps_r = eps_r
+        self.eps_s = eps_s
+        self.eps_L = eps_L
+        self.max_outer = max_outer
+        self.max_admm = max_admm
+        self.adaptive_rho = adaptive_rho
+        self.v_in_admm = v_in_admm
+        self.backend = backend
+        self.cluster = cluster
+
+    def _fit(self, X: Array, y: Array) -> None:
+        if self.task_ != "regression":
+            raise ConfigError(f"DSPL is a regression method; model {self.model!r} is a {self.task_} model")
+        sp = self._make_sp()
+        batches = split_batches(X, y, self.n_batches)
+        with make_backend(self.backend, dict(self.cluster or {})) as be:
+            self.n_workers_ = be.n_workers()
+            res = dspl_solve(
+                batches, be, sp=sp, lam0=self.lam0, tau=self.lam_max, mu=self.mu, rho=self.rho,
+                reg=self.reg, eps_r=self.eps_r, eps_s=self.eps_s, eps_L=self.eps_L,
+                max_outer=self.max_outer, max_admm=self.max_admm, adaptive_rho=self.adaptive_rho,
+                v_in_admm=self.v_in_admm,
+            )
+        self.result_ = res
+        self.coef_ = res.z
+        self.v_ = np.concatenate(res.v) if res.v is not None else None
+        self.history_ = res.history
+        self.candidate_models_ = [Params(coef=h.z.copy()) for h in res.history]
+        self.candidate_params_ = [{"lam": float(h.lam), "outer_iter": t} for t, h in enumerate(res.history)]
+
+    def run_info(self) -> dict[str, Any]:
+        h = self.history_
+        return {
+            **super().run_info(),
+            "outer_iters": len(h),
+            "admm_iters_total": int(sum(r.admm_iters for r in h)),
+            "admm_not_converged": int(sum(not r.admm_converged for r in h)),
+            "converged": bool(self.result_.converged),
+            "final_lagrangian": float(h[-1].lagrangian),
+            "n_selected": float(h[-1].n_selected),
+            "backend": self.backend,
+            "n_workers": int(self.n_workers_),
+        }
