@@ -1,0 +1,392 @@
+"""MOSPL: multi-objective self-paced learning (Li, Gong, Meng and Miao, AAAI 2016; GAGA ref. [29]).
+
+MOSPL drops the age ``lam`` of the SPL objective (GAGA eq. (1))::
+
+    min_{w, v in [0,1]^n}  sum_i v_i ell_i(w) + R(w) + sum_i f(v_i, lam)
+
+and, for SP-regularizers of the form ``f(v, lam) = lam g(v)``, treats the two
+parts as objectives of a bi-objective problem::
+
+    f1(w, v) = sum_i v_i ell_i(w) + R(w)        (weighted loss)
+    f2(v)    = sum_i g(v_i)                     (self-paced term; g(v) = v^2/2 - v for
+                                                 the linear, v^t/t - v for the polynomial
+                                                 regularizer of GAGA ref. [19])
+
+so that the SPL objective at age ``lam`` is the scalarisation ``f1 + lam f2`` and
+the Pareto front is an approximate age-path.  The front is approximated by
+NSGA-III (GAGA appendix D.2: population 150, 800 generations).
+
+Encoding ("w with v induced", see docs/mospl.md)
+-----------------------------------------------
+An individual is ``(theta, z)``: the model parameters ``theta`` (``w`` for the
+lasso, ``(w, b)`` for logistic regression, the kernel expansion ``(beta, b)`` of
+``f(x) = sum_j beta_j K(x_j, x) + b`` for the SVM) and an inverse age ``z >= 0``.
+Its weights are induced: ``v = v*(ell(theta), 1/z) = v*(z ell(theta), 1)``
+(``z = 0`` gives ``v = 1``).  This loses no Pareto point: for fixed ``theta`` the
+problem in ``v`` is convex (``f1`` linear, ``f2`` strictly convex for ``t > 1``),
+so every Pareto-optimal ``v`` minimises ``f1 + lam f2`` for some ``lam`` in
+``[0, inf]``, i.e. is ``v*(ell, lam)``.  Every evaluation is closed-form (one
+matrix product for the population), which makes ``150 x 800`` evaluations cheap.
+
+The final candidates are the Pareto points, each refit by the model's exact
+weighted solver at its induced ``v`` (``refit=True``; the refit weakly improves
+``f1`` and leaves ``f2`` unchanged).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from spl_bench.errors import ConfigError, check_positive
+from spl_bench.methods._moo_backends import BACKENDS, MOOResult, non_dominated, run_nsga3
+from spl_bench.methods.base import Array, SPLEstimator
+from spl_bench.models import Model, Params
+from spl_bench.models.lasso import LassoModel
+from spl_bench.models.logistic import LogisticModel
+from spl_bench.models.svm import SVMModel, resolve_gamma
+from spl_bench.sp import SPRegularizer, get_sp
+
+INIT_MODES = ("extremes", "random")
+
+
+def check_age_linear(sp: SPRegularizer, rtol: float = 1e-9) -> None:
+    """Raise :class:`ConfigError` unless ``f(v, lam) = lam f(v, 1)`` and ``v*(ell, lam) = v*(ell/lam, 1)``.
+
+    MOSPL's split of the SPL objective into ``f1`` and ``f2`` (with ``lam`` as the
+    scalarisation weight) needs an SP-regularizer linear in the age; the linear,
+    polynomial and hard regularizers are, the mixture and LOG ones are not.
+    """
+    v = np.linspace(0.0, 1.0, 11)
+    ell = np.array([0.0, 0.05, 0.3, 0.9, 1.7, 4.0])
+    for lam in (0.37, 2.9):
+        pen_ok = np.allclose(sp.penalty(v, lam), lam * sp.penalty(v, 1.0), rtol=rtol, atol=1e-12)
+        try:
+            v_ok = np.allclose(sp.v_star(ell, lam), sp.v_star(ell / lam, 1.0), rtol=1e-7, atol=1e-9)
+        except ConfigError:
+            v_ok = False
+        if not (pen_ok and v_ok):
+            raise ConfigError(
+                f"MOSPL needs an SP-regularizer linear in the age, f(v, lam) = lam g(v) "
+                f"(linear, polynomial, hard); {sp!r} is not.  For the mixture runs the GAGA paper "
+                "uses the polynomial regularizer: sp=polynomial sp.params.t=1.2 (or 1.35)"
+            )
+
+
+class MOSPLProblem:
+    """The bi-objective MOSPL problem of one training set, vectorised over a population.
+
+    Parameters
+    ----------
+    model : Model
+        A :class:`LassoModel`, :class:`LogisticModel` or :class:`SVMModel`.
+    sp : SPRegularizer
+        An SP-regularizer linear in the age (see :func:`check_age_linear`).
+    X, y : arrays
+        Training rows and targets (labels in {-1, +1} for classification).
+
+    Notes
+    -----
+    A genome is the row ``[theta, z]``; ``n_theta`` is the length of ``theta``.
+    """
+
+    def __init__(self, model: Model, sp: SPRegularizer, X: Array, y: Array) -> None:
+        self.model = model
+        self.sp = sp
+        self.X = X
+        self.y = y
+        n, d = X.shape
+        if isinstance(model, LassoModel):
+            self.kind = "lasso"
+            self.n_theta = d
+        elif isinstance(model, LogisticModel):
+            self.kind = "logistic"
+            self.n_theta = d + 1
+        elif isinstance(model, SVMModel):
+            self.kind = "svm"
+            self.n_theta = n + 1
+            if n * n * 8 > 4e9:
+                raise ConfigError(f"MOSPL with the kernel SVM needs the {n} x {n} kernel matrix (> 4 GB)")
+            self.gamma = resolve_gamma(model.gamma, X)
+            self.K = model.kernel_matrix(X, X, self.gamma)
+        else:
+            raise ConfigError(f"MOSPL supports the lasso, logistic and svm models, not {model.name!r}")
+        self.n_var = self.n_theta + 1
+
+    # ------------------------------------------------------------- pieces
+    def decision_and_reg(self, G: Array) -> tuple[Array, Array]:
+        """Decision values ``(p, n)`` and regulariser ``R(theta)`` ``(p,)`` of each genome."""
+        T = G[:, : self.n_theta]
+        if self.kind == "lasso":
+            D = T @ self.X.T
+            R = self.model.penalty_level(len(self.y)) * np.abs(T).sum(axis=1)
+        elif self.kind == "logistic":
+            W, b = T[:, :-1], T[:, -1]
+            D = W @ self.X.T + b[:, None]
+            R = 0.5 * np.einsum("pj,pj->p", W, W)
+        else:
+            B, b = T[:, :-1], T[:, -1]
+            KB = B @ self.K  # K is symmetric
+            D = KB + b[:, None]
+            R = 0.5 * np.einsum("pj,pj->p", B, KB)
+        return D, R
+
+    def losses_from_decision(self, D: Array) -> Array:
+        """Per-sample losses ``ell_i`` (the formulas of :mod:`spl_bench.models`), shape ``(p, n)``."""
+        y = self.y
+        if self.kind == "lasso":
+            return 0.5 * (y - D) ** 2
+        if self.kind == "logistic":
+            return self.model.C * np.logaddexp(0.0, -y * D)
+        return self.model.C * np.maximum(0.0, 1.0 - y * D)
+
+    def weights(self, L: Array, z: Array) -> Array:
+        """Induced weights ``v*(ell, 1/z) = v*(z ell, 1)`` of each row of ``L`` (``z = 0``: ``v = 1``)."""
+        return self.sp.v_star(z[:, None] * L, 1.0)
+
+    def evaluate_full(self, G: Array) -> tuple[Array, Array, Array]:
+        """``(F, V, L)``: objectives ``[f1, f2]`` ``(p, 2)``, weights and losses ``(p, n)``."""
+        G = np.atleast_2d(np.asarray(G, dtype=float))
+        D, R = self.decision_and_reg(G)
+        L = self.losses_from_decision(D)
+        V = self.weights(L, G[:, -1])
+        f1 = np.einsum("pi,pi->p", V, L) + R
+        f2 = self.sp.penalty(V, 1.0).sum(axis=1)
+        F = np.column_stack([f1, f2])
+        if not np.all(np.isfinite(F)):
+            raise FloatingPointError("MOSPL objective is not finite")
+        return F, V, L
+
+    def evaluate(self, G: Array) -> Array:
+        """Objectives ``[f1, f2]`` of each genome (the function NSGA-III minimises)."""
+        return self.evaluate_full(G)[0]
+
+    # ------------------------------------------------------ genome <-> Params
+    def params(self, g: Array) -> Params:
+        """The model :class:`Params` of one genome (its ``theta`` part)."""
+        theta = np.asarray(g, dtype=float)[: self.n_theta]
+        if self.kind == "lasso":
+            return Params(coef=theta.copy())
+        if self.kind == "logistic":
+            return Params(coef=theta[:-1].copy(), intercept=float(theta[-1]))
+        # dual_coef a_j with a_j y_j = beta_j, so decision_function gives K beta + b
+        return Params(
+            dual_coef=theta[:-1] * self.y,
+            intercept=float(theta[-1]),
+            X_fit=self.X,
+            y_fit=self.y,
+            extra={"gamma": self.gamma},
+        )
+
+    def theta(self, params: Params) -> Array:
+        """The ``theta`` part of a genome for fitted model :class:`Params`."""
+        if self.kind == "lasso":
+            return np.asarray(params.coef, dtype=float).copy()
+        if self.kind == "logistic":
+            return np.append(params.coef, params.intercept)
+        return np.append(params.dual_coef * params.y_fit, params.intercept)
+
+    def g_at_one(self) -> float:
+        """``f2`` at ``v = 1`` (its minimum, reached as ``lam -> inf``)."""
+        return float(self.sp.penalty(np.ones(len(self.y)), 1.0).sum())
+
+
+class MOSPL(SPLEstimator):
+    """Multi-objective SPL with NSGA-III; the candidates are the Pareto points.
+
+    Parameters
+    ----------
+    model, model_params, sp, sp_params
+        As for every method (:class:`~spl_bench.methods.base.SPLEstimator`).
+        ``sp`` must be linear in the age (linear, polynomial, hard); ``sp="mixture"``
+        is replaced by the polynomial regularizer of order ``mixture_t`` (GAGA
+        appendix D.2).
+    pop_size, n_gen : int
+        NSGA-III population size and number of generations (paper: 150 and 800).
+    backend : {"pymoo", "geatpy"}
+        Evolutionary library; geatpy only when importable.
+    ref_dirs : {"das-dennis", "energy"}
+        NSGA-III reference directions (pymoo back-end).
+    seed : int
+        Seed of the evolutionary search (initial population and operators).
+    lam_min : float
+        Smallest age the encoding can express: the inverse age ``z`` lies in
+        ``[0, 1/lam_min]`` (``z = 0`` is ``lam = inf``).
+    bound_scale : float
+        Box of the linear-model parameters: ``|w_j| <= bound_scale * max|w_full|``
+        with ``w_full`` the ``v = 1`` solution (and likewise for the intercept).
+        SVM expansion coefficients use their exact box ``|beta_j| <= C``.
+    init : {"extremes", "random"}
+        Initial population: ``theta = s w_full + noise`` with ``s ~ U(0, 1)``
+        (between the ``lam -> 0`` and ``lam -> inf`` solutions), or uniform in the box.
+    init_sigma : float
+        Noise of the ``extremes`` initialisation, relative to the box half-width.
+    refit : bool
+        Refit every Pareto point with the exact weighted solver at its induced ``v``.
+    mixture_t : float
+        Polynomial order used when ``sp="mixture"`` (paper: 1.2 and 1.35).
+    """
+
+    def __init__(
+        self,
+        model: str = "lasso",
+        model_params: dict[str, Any] | None = None,
+        sp: str = "linear",
+        sp_params: dict[str, Any] | None = None,
+        pop_size: int = 150,
+        n_gen: int = 800,
+        backend: str = "pymoo",
+        ref_dirs: str = "das-dennis",
+        seed: int = 40,
+        lam_min: float = 0.01,
+        bound_scale: float = 3.0,
+        init: str = "extremes",
+        init_sigma: float = 0.1,
+        refit: bool = True,
+        mixture_t: float = 1.2,
+    ) -> None:
+        super().__init__(model=model, model_params=model_params, sp=sp, sp_params=sp_params)
+        self.pop_size = pop_size
+        self.n_gen = n_gen
+        self.backend = backend
+        self.ref_dirs = ref_dirs
+        self.seed = seed
+        self.lam_min = lam_min
+        self.bound_scale = bound_scale
+        self.init = init
+        self.init_sigma = init_sigma
+        self.refit = refit
+        self.mixture_t = mixture_t
+
+    # ------------------------------------------------------------ settings
+    def _make_sp(self) -> SPRegularizer:
+        if self.sp == "mixture":
+            return get_sp("polynomial", t=self.mixture_t)
+        return super()._make_sp()
+
+    def _check_settings(self) -> None:
+        if int(self.pop_size) != self.pop_size or int(self.pop_size) < 4:
+            raise ConfigError(f"method.pop_size must be an integer >= 4, got {self.pop_size!r}")
+        if int(self.n_gen) != self.n_gen or int(self.n_gen) < 1:
+            raise ConfigError(f"method.n_gen must be an integer >= 1, got {self.n_gen!r}")
+        if self.backend not in BACKENDS:
+            raise ConfigError(f"unknown method.backend {self.backend!r}; valid: {', '.join(BACKENDS)}")
+        if self.init not in INIT_MODES:
+            raise ConfigError(f"unknown method.init {self.init!r}; valid: {', '.join(INIT_MODES)}")
+        check_positive("method.lam_min", self.lam_min)
+        check_positive("method.bound_scale", self.bound_scale)
+        if not float(self.init_sigma) >= 0:
+            raise ConfigError(f"method.init_sigma must be >= 0, got {self.init_sigma!r}")
+
+    # ---------------------------------------------------------------- box
+    def _box(self, prob: MOSPLProblem, theta_full: Array) -> tuple[Array, Array]:
+        """Search box ``[xl, xu]`` of the genome ``[theta, z]``."""
+        s = float(self.bound_scale)
+        if prob.kind == "lasso":
+            half = np.full(prob.n_theta, s * max(float(np.abs(theta_full).max(initial=0.0)), 1e-3))
+        elif prob.kind == "logistic":
+            hw = s * max(float(np.abs(theta_full[:-1]).max(initial=0.0)), 1e-3)
+            hb = s * max(abs(float(theta_full[-1])), 1.0)
+            half = np.append(np.full(prob.n_theta - 1, hw), hb)
+        else:
+            hb = s * max(abs(float(theta_full[-1])), 1.0)
+            half = np.append(np.full(prob.n_theta - 1, prob.model.C), hb)
+        xl = np.append(-half, 0.0)
+        xu = np.append(half, 1.0 / float(self.lam_min))
+        return xl, xu
+
+    def _initial_population(
+        self, rng: np.random.Generator, xl: Array, xu: Array, theta_full: Array
+    ) -> Array | None:
+        if self.init == "random":
+            return None  # the back-end's uniform sampling in the box
+        p, m = int(self.pop_size), xl.size
+        s = rng.uniform(0.0, 1.0, size=(p, 1))
+        half = 0.5 * (xu[:-1] - xl[:-1])
+        theta = s * theta_full[None, :] + float(self.init_sigma) * half * rng.standard_normal((p, m - 1))
+        theta[0] = theta_full  # the exact lam -> inf solution ...
+        theta[1] = 0.0  # ... and the exact lam -> 0 solution (argmin R = 0)
+        z = rng.uniform(0.0, xu[-1], size=p)
+        z[0], z[1] = 0.0, xu[-1]
+        return np.clip(np.column_stack([theta, z]), xl, xu)
+
+    # ----------------------------------------------------------------- fit
+    def _fit(self, X: Array, y: Array) -> None:
+        self._check_settings()
+        sp = self._make_sp()
+        check_age_linear(sp)
+        model = self.model_
+        prob = MOSPLProblem(model, sp, X, y)
+        full = model.fit_weighted(X, y, np.ones(len(y)))
+        theta_full = prob.theta(full)
+        xl, xu = self._box(prob, theta_full)
+        rng = np.random.default_rng(int(self.seed))
+        init = self._initial_population(rng, xl, xu, theta_full)
+        res: MOOResult = run_nsga3(
+            self.backend,
+            prob.evaluate,
+            xl,
+            xu,
+            n_obj=2,
+            pop_size=int(self.pop_size),
+            n_gen=int(self.n_gen),
+            seed=int(self.seed),
+            init=init,
+            ref_dirs=self.ref_dirs,
+        )
+        keep = non_dominated(res.F)
+        G = res.X[keep]
+        # order by inverse age, decreasing: candidate 0 is the youngest, the last one lam = inf
+        order = np.argsort(-G[:, -1], kind="stable")
+        G = G[order]
+        F, V, _ = prob.evaluate_full(G)
+
+        t0 = time.perf_counter()
+        models: list[Params] = []
+        F_refit = F.copy()
+        for k in range(len(G)):
+            params = prob.params(G[k])
+            if self.refit:
+                params = model.fit_weighted(X, y, V[k], warm=params)
+                F_refit[k, 0] = model.objective(params, X, y, V[k])
+            models.append(params)
+        refit_seconds = time.perf_counter() - t0
+
+        z = G[:, -1]
+        self.problem_ = prob
+        self.sp_ = sp
+        self.front_genomes_ = G
+        self.front_F_ = F
+        self.front_F_refit_ = F_refit
+        self.front_v_ = V
+        self.lam_equiv_ = np.where(z > 0, 1.0 / np.where(z > 0, z, 1.0), np.inf)
+        self.full_params_ = full
+        self.moo_result_ = res
+        self._timing = {"ea_seconds": res.seconds, "refit_seconds": refit_seconds}
+        self.candidate_models_ = models
+        self.candidate_params_ = [
+            {
+                "pareto_index": k,
+                "lam_equiv": float(lam) if np.isfinite(lam) else None,
+                "f1": float(F_refit[k, 0]),
+                "f2": float(F_refit[k, 1]),
+            }
+            for k, lam in enumerate(self.lam_equiv_)
+        ]
+
+    def run_info(self) -> dict[str, Any]:
+        finite = self.lam_equiv_[np.isfinite(self.lam_equiv_)]
+        return {
+            **super().run_info(),
+            "backend": self.moo_result_.backend,
+            "sp_used": repr(self.sp_),
+            "n_pareto": len(self.candidate_params_),
+            "n_evals": int(self.moo_result_.n_evals),
+            "ea_seconds": float(self._timing["ea_seconds"]),
+            "refit_seconds": float(self._timing["refit_seconds"]),
+            "lam_equiv_min": float(finite.min()) if finite.size else None,
+            "lam_equiv_max_finite": float(finite.max()) if finite.size else None,
+            "n_lam_inf": int((~np.isfinite(self.lam_equiv_)).sum()),
+        }
