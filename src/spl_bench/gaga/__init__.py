@@ -1,0 +1,15 @@
+"""GAGA: the exact age-path of self-paced learning (Qu et al., NeurIPS 2022).
+
+>>> from spl_bench.gaga import age_path                      # doctest: +SKIP
+>>> path = age_path(X, y, model="lasso", sp="linear", lam_range=(0.1, 20.0), alpha=0.005)
+>>> path.lambdas, path.coef, path.events, path.n_restarts    # doctest: +SKIP
+>>> w, b = path.at(3.7)                                      # doctest: +SKIP
+
+See :mod:`spl_bench.gaga.engine` (the path follower), :mod:`spl_bench.gaga.systems`
+(``F = 0`` of eq. (5) for each model) and :mod:`spl_bench.gaga.path` (the result).
+"""
+
+from spl_bench.gaga.engine import EngineOptions, age_path
+from spl_bench.gaga.path import AgePath
+
+__all__ = ["AgePath", "EngineOptions", "age_path"]

@@ -1,0 +1,440 @@
+"""The GAGA path-following engine (GAGA Algorithm 2, appendix C).
+
+One engine for every model x SP-regularizer pair: a :class:`~spl_bench.gaga.systems.PathSystem`
+supplies ``F = 0`` (eq. (5)) for the current index sets, its Jacobians and its
+event functions; the engine
+
+1. starts from a converged ACS solution at ``lam_min`` (polished by Newton on ``F``);
+2. follows ``dtheta/dlam = -J_theta^{-1} J_lam`` (Theorem 3) with scipy's LSODA
+   stepper (tight tolerances, dense output), driven step by step so that all
+   set-boundary events are checked at once, vectorised, after each step;
+3. locates the first event inside a step with ``brentq`` on the step's dense
+   output, moves the violating indices (appendix C) and checks that the new
+   sets give a valid continuation (the KKT conditions of the v*-weighted
+   problem keep holding: residual of ``F`` unchanged and every event function
+   non-negative just after the point).  If so it is a *turning point*;
+   otherwise a *jump point*: ACS is warm-started at ``lam + delta`` and a
+   restart is counted.  A sign change of ``det J`` (a fold of the path) or a
+   solver failure is also a jump point.
+
+Every recorded point is projected back onto ``F = 0`` by a few Newton steps,
+so the recorded path is exact to the Newton tolerance, not to the ODE tolerance.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.linalg as sla
+from numpy.typing import NDArray
+from scipy.integrate import LSODA
+from scipy.optimize import brentq
+
+from spl_bench.gaga.path import AgePath
+from spl_bench.gaga.systems import PathSystem, make_system
+from spl_bench.methods.acs import acs_solve
+from spl_bench.models import Model, Params
+from spl_bench.sp import SPRegularizer
+
+Array = NDArray[np.float64]
+
+
+@dataclass
+class EngineOptions:
+    """Numerical settings of the engine."""
+
+    rtol: float = 1e-10
+    atol: float = 1e-12
+    max_step: float = 0.25
+    delta: float = 1e-6  # relative offset of a warm start after a jump point
+    newton_tol: float = 1e-12  # relative residual of F
+    event_tol: float = 1e-10  # relative tolerance of an event function
+    max_events: int = 200_000
+    acs_tol: float = 1e-9
+    acs_max_iter: int = 2000
+
+
+def solve_linear(J: Array, rhs: Array) -> tuple[Array, bool, float]:
+    """Solve ``J x = rhs`` by LU; fall back to least squares (pseudo-inverse) if singular.
+
+    GAGA appendix A.2.  Returns ``(x, singular, sign of det J)``; never NaN.
+    """
+    if J.shape[0] == 0:
+        return np.zeros(0), False, 1.0
+    try:
+        lu, piv = sla.lu_factor(J, check_finite=False)
+        dg = np.diag(lu)
+        adg = np.abs(dg)
+        if adg.min() > 1e-13 * max(adg.max(), 1e-300):
+            x = sla.lu_solve((lu, piv), rhs, check_finite=False)
+            if np.all(np.isfinite(x)):
+                parity = int(np.count_nonzero(piv != np.arange(piv.size))) % 2
+                sign = float(np.prod(np.sign(dg))) * (-1.0 if parity else 1.0)
+                return x, False, sign
+    except (ValueError, np.linalg.LinAlgError):
+        pass
+    x = np.linalg.lstsq(J, rhs, rcond=1e-12)[0]
+    return np.nan_to_num(x), True, 0.0
+
+
+def det_sign(J: Array) -> float:
+    if J.shape[0] == 0:
+        return 1.0
+    s, _ = np.linalg.slogdet(J)
+    return float(s)
+
+
+class _Tracker:
+    """State of one path computation."""
+
+    def __init__(self, system: PathSystem, model: Model, sp: SPRegularizer, X: Array, y: Array,
+                 opts: EngineOptions) -> None:
+        self.sys = system
+        self.model = model
+        self.sp = sp
+        self.X = X
+        self.y = y
+        self.o = opts
+        self.lams: list[float] = []
+        self.vecs: list[Array] = []
+        self.bs: list[float] = []
+        self.dvecs: list[Array] = []
+        self.dbs: list[float] = []
+        self.segs: list[int] = []
+        self.kinds: list[str] = []
+        self.events: list[dict[str, Any]] = []
+        self.seg = 0
+        self.n_restarts = 0
+        self.n_singular = 0
+        self.n_steps = 0
+        self.n_rhs = 0
+
+    # ------------------------------------------------------------- numerics
+    def rhs(self, lam: float, ext: Array) -> Array:
+        self.n_rhs += 1
+        theta = ext[:-1]
+        J, Jl = self.sys.jacobians(theta, lam)
+        d, sing, sgn = solve_linear(J, -Jl)
+        self.last_sign = sgn
+        if sing:
+            self.n_singular += 1
+        return np.append(d, 0.0)
+
+    def newton(self, theta: Array, lam: float, max_iter: int = 8) -> tuple[Array, float]:
+        """Project ``theta`` onto ``F(., lam) = 0``; return it and the relative residual."""
+        scale = self.sys.residual_scale()
+        F = self.sys.residual(theta, lam)
+        res = float(np.abs(F).max(initial=0.0)) / scale
+        for _ in range(max_iter):
+            if res <= self.o.newton_tol:
+                break
+            J, _ = self.sys.jacobians(theta, lam)
+            step, _, _ = solve_linear(J, F)
+            t = 1.0
+            for _ in range(12):  # backtracking on the residual
+                theta_new = theta - t * step
+                F_new = self.sys.residual(theta_new, lam)
+                res_new = float(np.abs(F_new).max(initial=0.0)) / scale
+                if res_new < res:
+                    break
+                t *= 0.5
+            if not res_new < res:
+                break
+            theta, F, res = theta_new, F_new, res_new
+        return theta, res
+
+    def polish(self, lam: float, max_rounds: int = 100) -> float:
+        """Newton on ``F`` with the current sets, re-assigning violated indices until consistent."""
+        res = np.inf
+        for _ in range(max_rounds):
+            theta, res = self.newton(self.sys.theta(), lam, max_iter=30)
+            self.sys.set_theta(theta)
+            bad = self.sys.consistent(lam, tol=self.o.event_tol)
+            if bad.size == 0:
+                break
+            self.sys.move(bad, lam)
+        return res
+
+    # ------------------------------------------------------------ recording
+    def record(self, lam: float, kind: str = "step",
+               deriv: tuple[Array, float] | None = None) -> None:
+        vec, b = self.sys.full_vector()
+        if deriv is None:
+            theta = self.sys.theta()
+            d = self.rhs(lam, np.append(theta, 0.0))[:-1]
+            dvec, db = self.sys.full_derivative(d)
+        else:
+            dvec, db = deriv
+        if self.lams and lam < self.lams[-1]:  # pragma: no cover - defensive
+            raise RuntimeError("age-path went backwards")
+        self.lams.append(float(lam))
+        self.vecs.append(vec)
+        self.bs.append(b)
+        self.dvecs.append(dvec)
+        self.dbs.append(db)
+        self.segs.append(self.seg)
+        self.kinds.append(kind)
+
+    # ----------------------------------------------------------------- jumps
+    def warm_start(self, lam: float, params: Params) -> bool:
+        """ACS from ``params`` at ``lam`` (GAGA Algorithm 2, line 8), then polish.
+
+        Returns whether the result is a partial optimum to the Newton tolerance.
+        """
+        p, _, _, _ = acs_solve(self.model, self.sp, self.X, self.y, lam, params,
+                               tol=self.o.acs_tol, max_iter=self.o.acs_max_iter)
+        self.sys.init_from(p, lam)
+        res = self.polish(lam)
+        self.n_restarts += 1
+        return res <= 1e3 * self.o.newton_tol and self.sys.consistent(lam, self.o.event_tol).size == 0
+
+    # ----------------------------------------------------------------- main
+    def run(self, lam_min: float, lam_max: float, init: Params | None) -> None:
+        o = self.o
+        if init is None:
+            init = self.model.fit_weighted(self.X, self.y, np.ones(len(self.y)))
+        p, _, _, _ = acs_solve(self.model, self.sp, self.X, self.y, lam_min, init,
+                               tol=o.acs_tol, max_iter=o.acs_max_iter)
+        self.sys.init_from(p, lam_min)
+        self.polish(lam_min)
+        self.record(lam_min, "start")
+        lam = lam_min
+        last_event = -np.inf
+        repeats = 0
+        while lam < lam_max and len(self.events) < o.max_events:
+            lam = self.segment(lam, lam_max)
+            if self.events:
+                ev = self.events[-1]["lam"]
+                repeats = repeats + 1 if ev - last_event <= 1e-12 * max(1.0, ev) else 0
+                last_event = ev
+                if repeats > 20:  # chattering between sets: force progress with a warm start
+                    before = self.sys.params()
+                    lam = min(lam + o.delta * max(1.0, lam), lam_max)
+                    self.warm_start(lam, before)
+                    self.seg += 1
+                    self.record(lam, "after")
+                    repeats = 0
+
+    def segment(self, lam0: float, lam_max: float) -> float:
+        """Follow the path from ``lam0`` with fixed sets until an event; return the new age."""
+        o = self.o
+        sysm = self.sys
+        theta0 = sysm.theta()
+        self.rhs(lam0, np.append(theta0, 0.0))
+        sign0 = self.last_sign
+        solver = LSODA(self.rhs, lam0, np.append(theta0, 0.0), lam_max, rtol=o.rtol, atol=o.atol,
+                       max_step=o.max_step)
+        t_prev = lam0
+        while True:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                msg = solver.step()
+            self.n_steps += 1
+            if solver.status == "failed":
+                return self.jump(t_prev, [], f"solver failed: {msg}")
+            t1, y1 = float(solver.t), solver.y
+            h = sysm.events(y1[:-1], t1)
+            bad = np.flatnonzero(h < -o.event_tol * sysm.event_scale(t1))
+            if bad.size:
+                dense = solver.dense_output()
+
+                def H(s: float, _c: NDArray[np.intp] = bad, _d: Any = dense) -> float:
+                    th, _ = self.newton(_d(s)[:-1], s)
+                    hs = sysm.events(th, s)
+                    return float(np.min(hs[_c] + o.event_tol * sysm.event_scale(s)[_c]))
+
+                if H(t_prev) < 0:  # already violated at the step start
+                    t_star = t_prev
+                else:
+                    t_star = brentq(H, t_prev, t1, xtol=1e-14 * max(1.0, t1), rtol=1e-15)
+                theta, _ = self.newton(dense(t_star)[:-1], t_star)
+                sysm.set_theta(theta)
+                self.rhs(t_star, np.append(theta, 0.0))
+                if sign0 != 0 and self.last_sign != sign0:
+                    return self.fold(t_prev, t_star, dense, sign0)
+                return self.event(t_star, lam_max, bad)
+            # regular step: record the Newton-projected point
+            theta, _ = self.newton(y1[:-1].copy(), t1)
+            sysm.set_theta(theta)
+            self.record(t1)
+            if sign0 != 0 and self.last_sign != sign0 and self.last_sign != 0:
+                return self.fold(t_prev, t1, solver.dense_output(), sign0)
+            t_prev = t1
+            if solver.status == "finished":
+                return lam_max
+
+    def fold(self, a: float, b: float, dense: Any, sign0: float) -> float:
+        """``det J`` changed sign in ``(a, b)``: locate the fold by bisection; it is a jump point."""
+        sysm = self.sys
+        # drop points recorded past the fold
+        while self.lams and self.lams[-1] > a and self.segs[-1] == self.seg:
+            for lst in (self.lams, self.vecs, self.bs, self.dvecs, self.dbs, self.segs, self.kinds):
+                lst.pop()
+        for _ in range(60):
+            m = 0.5 * (a + b)
+            th, _ = self.newton(dense(m)[:-1], m)
+            Jm, _ = sysm.jacobians(th, m)
+            if det_sign(Jm) == sign0:
+                a = m
+            else:
+                b = m
+            if b - a <= 1e-13 * max(1.0, b):
+                break
+        theta, _ = self.newton(dense(a)[:-1], a)
+        sysm.set_theta(theta)
+        self.record(a, "before")
+        return self.jump(a, [], "fold of the path (det J changes sign)")
+
+    def event(self, lam: float, lam_max: float, crossed: NDArray[np.intp]) -> float:
+        """Handle a critical point at ``lam`` (state already on the old sets' path)."""
+        o = self.o
+        sysm = self.sys
+        theta = sysm.theta()
+        h = sysm.events(theta, lam)
+        scale = sysm.event_scale(lam)
+        # indices that crossed inside the step and sit on their boundary now (several may cross
+        # at the same age), plus any that are violated already
+        fire = np.union1d(crossed[h[crossed] <= 1e3 * o.event_tol * scale[crossed]],
+                          np.flatnonzero(h < -o.event_tol * scale))
+        before = sysm.params()
+        snap = sysm.snapshot()
+        d_old = sysm.full_derivative(self.rhs(lam, np.append(theta, 0.0))[:-1])
+        moves = sysm.move(fire, lam)
+        self.record(lam, "critical", deriv=d_old)  # values with exact zeros where indices left
+        # continuation check: F still holds, and every event function is >= 0 just after lam
+        theta, res = self.newton(sysm.theta(), lam)
+        ok = res <= 1e3 * o.newton_tol
+        if ok:
+            sysm.set_theta(theta)
+            d = self.rhs(lam, np.append(theta, 0.0))[:-1]
+            eps = 1e-7 * max(1.0, lam)
+            if lam + eps < lam_max:
+                h_after = sysm.events(theta + eps * d, lam + eps)
+                ok = bool(np.all(h_after >= -1e-3 * eps * sysm.event_scale(lam + eps)))
+        if ok:
+            self.events.append({"lam": float(lam), "kind": "turning", "moves": moves})
+            self.seg += 1
+            self.record(lam, "after")
+            return lam
+        sysm.restore(snap)
+        return self.jump(lam, moves, "KKT conditions fail after re-assigning the sets", before)
+
+    def jump(self, lam: float, moves: list, reason: str, before: Params | None = None) -> float:
+        o = self.o
+        if before is None:
+            before = self.sys.params()
+        if not self.lams or self.lams[-1] < lam:
+            self.record(lam, "before")
+        self.events.append({"lam": float(lam), "kind": "jump", "moves": moves, "reason": reason})
+        self.seg += 1
+        # ACS converges slowly next to a fold of the path: move further away if it fails
+        for mult in (1.0, 10.0, 100.0, 1000.0):
+            new_lam = lam + mult * o.delta * max(1.0, lam)
+            if self.warm_start(new_lam, before):
+                break
+        self.record(new_lam, "after")
+        return new_lam
+
+    def to_path(self, meta: dict[str, Any]) -> AgePath:
+        vecs = np.array(self.vecs)
+        dv = np.array(self.dvecs)
+        svm = meta["model"] == "svm"
+        ev = []
+        for e in self.events:
+            ev.append({"lam": e["lam"], "kind": e["kind"], "moves": [list(m) for m in e["moves"]],
+                       **({"reason": e["reason"]} if "reason" in e else {})})
+        return AgePath(
+            lambdas=np.array(self.lams),
+            coef=None if svm else vecs,
+            dual_coef=vecs if svm else None,
+            intercept=np.array(self.bs),
+            d_vec=dv,
+            d_intercept=np.array(self.dbs),
+            segment=np.array(self.segs, dtype=int),
+            point_kind=np.array(self.kinds),
+            events=ev,
+            n_restarts=self.n_restarts,
+            meta=meta,
+        )
+
+
+def age_path(
+    X: Array,
+    y: Array,
+    model: str | Model = "lasso",
+    sp: str | SPRegularizer = "linear",
+    lam_range: tuple[float, float] = (0.1, 20.0),
+    sp_params: dict[str, Any] | None = None,
+    init: Params | None = None,
+    options: EngineOptions | None = None,
+    **model_params: Any,
+) -> AgePath:
+    """Compute the exact age-path of self-paced learning on ``lam_range`` (GAGA Algorithm 2).
+
+    Parameters
+    ----------
+    X, y : arrays
+        Training data (classification labels in {-1, +1}).  Lasso has no
+        intercept, so centre ``X`` and ``y`` first.
+    model : {"lasso", "logistic", "svm"} or Model
+        The learning model (objective conventions of ``docs/conventions.md``).
+    sp : {"linear", "mixture", "hard", "log", "polynomial"} or SPRegularizer
+        The SP-regularizer; ``sp_params`` are passed to it (``gamma`` for mixture).
+    lam_range : (float, float)
+        ``(lam_min, lam_max)``.
+    init : Params, optional
+        Starting point for the ACS solve at ``lam_min`` (default: the model with v = 1).
+    options : EngineOptions, optional
+        Tolerances and step limits.
+    **model_params
+        Model hyper-parameters (``alpha``; ``C``; ``C``, ``kernel``, ``gamma``).
+
+    Returns
+    -------
+    AgePath
+        Recorded points (solver steps, and every critical point just before and
+        after), events, restarts and Hermite dense output ``at(lam)``.
+    """
+    from spl_bench.errors import ConfigError, DataError
+    from spl_bench.methods.base import check_finite_X
+    from spl_bench.models import get_model
+    from spl_bench.sp import get_sp
+
+    X = check_finite_X(X)
+    mdl = get_model(model, **model_params)
+    spr = get_sp(sp, **(sp_params or {}))
+    y = mdl.check_y(np.asarray(y).ravel())
+    if y.shape[0] != X.shape[0]:
+        raise DataError(f"X has {X.shape[0]} rows but y has {y.shape[0]}")
+    if not np.all(np.isfinite(y)):
+        raise DataError("y contains NaN or infinite values")
+    lam_min, lam_max = (float(v) for v in lam_range)
+    spr.check_lam(lam_min)
+    spr.check_lam(lam_max)
+    if not lam_min < lam_max:
+        raise ConfigError(f"lam_range must be increasing, got {lam_range}")
+    opts = options or EngineOptions()
+    system = make_system(mdl, spr, X, y)
+    tr = _Tracker(system, mdl, spr, X, y, opts)
+    t0 = time.perf_counter()
+    tr.run(lam_min, lam_max, init)
+    meta = {
+        "model": mdl.name,
+        "model_params": {k: v for k, v in mdl.get_params().items()},
+        "sp": spr.name,
+        "sp_params": spr.get_params(),
+        "lam_range": [lam_min, lam_max],
+        "n_samples": int(X.shape[0]),
+        "n_features": int(X.shape[1]),
+        "time_s": time.perf_counter() - t0,
+        "n_solver_steps": tr.n_steps,
+        "n_rhs": tr.n_rhs,
+        "n_singular": tr.n_singular,
+    }
+    if mdl.name == "svm":
+        meta["kernel_gamma"] = float(system.gamma)  # type: ignore[attr-defined]
+    return tr.to_path(meta)

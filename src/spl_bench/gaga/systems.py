@@ -1,0 +1,586 @@
+"""Smooth systems ``F(theta, lam) = 0`` of the age-path for fixed index sets (GAGA eq. (5)).
+
+A *system* couples one model (its per-sample losses with their first and second
+derivatives, and its non-smooth structure) with one SP-regularizer (``v*``,
+``dv*/dell``, ``dv*/dlam`` and the thresholds ``lo(lam) < hi(lam)`` of the
+partition E / M / D).  For the index sets currently tracked it provides
+
+* ``residual(theta, lam)``: the left-hand side ``F`` of eq. (5) restricted to
+  the free variables ``theta``;
+* ``jacobians(theta, lam)``: ``(J_theta, J_lam)`` so that Theorem 3 gives
+  ``dtheta/dlam = -J_theta^{-1} J_lam``;
+* ``events(theta, lam)``: one number per set boundary, ``>= 0`` while the sets
+  are valid (a loss crossing a threshold, a margin ``g_i`` crossing 0, a
+  coefficient reaching 0, a lasso subgradient reaching +-1, a dual variable
+  leaving its box);
+* ``move(positions, lam)``: re-assign the indices whose event fired
+  (GAGA appendix C: "resign the violated indexes by the partition rule").
+
+The derivatives are derived here from ``F = 0`` directly (not transcribed from
+Props. 1-2, whose printed forms contain errors; see ``docs/gaga.md``):
+
+GLM models (lasso, logistic).  With ``z = Phi theta`` (``Phi`` = active columns
+of ``X``, plus a column of ones for an intercept), per-sample loss ``ell(z)``
+with ``ell' = d ell / dz`` and ``ell''``, and ``v = v*(ell, lam)``::
+
+    F       = R'(theta) + Phi^T (v * ell')
+    J_theta = R''       + Phi^T diag(v ell'' + (dv*/dell) ell'^2) Phi
+    J_lam   =             Phi^T ((dv*/dlam) ell')
+
+For the lasso with the linear regularizer (``ell = r^2 / 2``, ``ell' = -r``,
+``ell'' = 1``, ``v = 1 - ell/lam``) this is
+``dw_A/dlam = -(X_A^T diag(1 - 3 ell/lam) X_A)^{-1} X_A^T r^3 / (2 lam^2)``:
+the *signed* cube of the residual.
+
+Kernel SVM (dual, ``Q_ij = y_i y_j K_ij``, ``g = 1 - Q a - y b``), free
+variables ``a_Z`` (margin set E_Z), ``a_M`` (samples with ``g > 0`` and
+``0 < v* < 1``) and ``b``::
+
+    F = ( g_Z ,  a_M - C v*(C g_M, lam) ,  y^T a )
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.special import expit
+
+from spl_bench.models import Model, Params
+from spl_bench.models.lasso import LassoModel
+from spl_bench.models.logistic import LogisticModel
+from spl_bench.models.svm import SVMModel, resolve_gamma
+from spl_bench.sp import EASY, HARD, MIXED, SPRegularizer
+
+Array = NDArray[np.float64]
+
+#: sample-set names used in event records (GLM models)
+SAMPLE_SETS = {EASY: "E", MIXED: "M", HARD: "D"}
+#: SVM sample sets: margin sets and, for g > 0, the SP partition
+SVM_N, SVM_Z, SVM_PE, SVM_PM, SVM_PD = 0, 1, 2, 3, 4
+SVM_SETS = {SVM_N: "E_N", SVM_Z: "E_Z", SVM_PE: "E_P", SVM_PM: "M", SVM_PD: "D"}
+
+
+def sp_weights(
+    sp: SPRegularizer, ell: Array, code: NDArray[np.int8], lam: float
+) -> tuple[Array, Array, Array]:
+    """``(v, dv/dell, dv/dlam)`` for *tracked* set codes (not re-partitioned).
+
+    On the smooth piece ``M`` the closed form is evaluated without clipping, so
+    the functions stay smooth up to (and slightly beyond) the set boundary.
+    """
+    v = (code == EASY).astype(float)
+    dl = np.zeros_like(ell)
+    dlam = np.zeros_like(ell)
+    mid = code == MIXED
+    if np.any(mid):
+        em = ell[mid]
+        v[mid] = sp._v_mixed(em, lam)
+        a, b = sp._dv_mixed(em, lam)
+        dl[mid] = a
+        dlam[mid] = b
+    return v, dl, dlam
+
+
+def _has_mixed(sp: SPRegularizer, lam: float) -> bool:
+    lo, hi = sp.thresholds(lam)
+    return hi - lo > 1e-12 * max(1.0, hi)
+
+
+class PathSystem(ABC):
+    """Common interface of a model x SP-regularizer system (see module docstring)."""
+
+    #: number of entries of :meth:`events`
+    n_events: int
+
+    def __init__(self, model: Model, sp: SPRegularizer, X: Array, y: Array) -> None:
+        self.model = model
+        self.sp = sp
+        self.X = X
+        self.y = y
+        self.n, self.d = X.shape
+
+    # -- state -----------------------------------------------------------------
+    @abstractmethod
+    def init_from(self, params: Params, lam: float) -> None:
+        """Set the full state and classify every index from a (near) partial optimum."""
+
+    @abstractmethod
+    def theta(self) -> Array:
+        """The free variables for the current sets."""
+
+    @abstractmethod
+    def set_theta(self, theta: Array) -> None:
+        """Write ``theta`` back into the full state."""
+
+    @abstractmethod
+    def params(self) -> Params:
+        """The current state as model :class:`Params`."""
+
+    @abstractmethod
+    def full_vector(self) -> tuple[Array, float]:
+        """``(coef or dual_coef, intercept)`` of the current state (copies)."""
+
+    @abstractmethod
+    def full_derivative(self, dtheta: Array) -> tuple[Array, float]:
+        """Map ``dtheta/dlam`` to ``(d coef or d dual_coef, d intercept)``."""
+
+    @abstractmethod
+    def consistent(self, lam: float, tol: float = 1e-9) -> NDArray[np.intp]:
+        """Positions of events violated by more than ``tol`` (relative) at the current state."""
+
+    def snapshot(self) -> dict[str, Any]:
+        """Everything needed to restore the sets and state later."""
+        return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in self._state().items()}
+
+    def restore(self, snap: dict[str, Any]) -> None:
+        for k, v in snap.items():
+            setattr(self, k, v.copy() if isinstance(v, np.ndarray) else v)
+        self._invalidate()
+
+    @abstractmethod
+    def _state(self) -> dict[str, Any]: ...
+
+    def _invalidate(self) -> None:
+        """Drop caches that depend on the sets."""
+
+    # -- equations ---------------------------------------------------------------
+    @abstractmethod
+    def residual(self, theta: Array, lam: float) -> Array: ...
+
+    @abstractmethod
+    def jacobians(self, theta: Array, lam: float) -> tuple[Array, Array]: ...
+
+    @abstractmethod
+    def residual_scale(self) -> float:
+        """Scale of ``F`` used for relative tolerances."""
+
+    # -- events ----------------------------------------------------------------
+    @abstractmethod
+    def events(self, theta: Array, lam: float) -> Array:
+        """Event functions, ``>= 0`` while the current sets are valid."""
+
+    @abstractmethod
+    def event_scale(self, lam: float) -> Array:
+        """Typical magnitude of each event function (for tolerances)."""
+
+    @abstractmethod
+    def move(self, positions: NDArray[np.intp], lam: float) -> list[tuple[int, str, str]]:
+        """Re-assign the indices of the fired ``positions``; return ``(index, from, to)``."""
+
+    @abstractmethod
+    def kkt(self, lam: float) -> float:
+        """Relative KKT violation of the v*-weighted problem at the current state."""
+
+
+# =============================================================================
+class GLMSystem(PathSystem):
+    """Lasso (no intercept, L1 on an active set) and L2 logistic regression (with intercept)."""
+
+    def __init__(self, model: Model, sp: SPRegularizer, X: Array, y: Array) -> None:
+        super().__init__(model, sp, X, y)
+        if isinstance(model, LassoModel):
+            self.kind = "lasso"
+            self.lev = model.penalty_level(self.n)
+        elif isinstance(model, LogisticModel):
+            self.kind = "logistic"
+            self.C = model.C
+        else:  # pragma: no cover - guarded by make_system
+            raise TypeError(model)
+        self.lasso = self.kind == "lasso"
+        self.n_events = (self.d if self.lasso else 0) + 2 * self.n
+        self._cache: dict[str, Array] = {}
+
+    # ------------------------------------------------------------------ state
+    def init_from(self, params: Params, lam: float) -> None:
+        self.w = np.array(params.coef, dtype=float)
+        self.b = float(params.intercept) if not self.lasso else 0.0
+        if self.lasso:
+            self.active = self.w != 0.0
+            self.sign = np.sign(self.w)
+        else:
+            self.active = np.ones(self.d, dtype=bool)
+            self.sign = np.zeros(self.d)
+        ell, _, _ = self._loss(self.X @ self.w + self.b)
+        self.code = self.sp.partition(ell, lam)
+        self._invalidate()
+
+    def _state(self) -> dict[str, Any]:
+        return {"w": self.w, "b": self.b, "active": self.active, "sign": self.sign, "code": self.code}
+
+    def _invalidate(self) -> None:
+        self._cache = {}
+
+    def _XA(self) -> Array:
+        if "XA" not in self._cache:
+            self._cache["XA"] = np.ascontiguousarray(self.X[:, self.active])
+        return self._cache["XA"]
+
+    def theta(self) -> Array:
+        wa = self.w[self.active]
+        return wa.copy() if self.lasso else np.append(wa, self.b)
+
+    def set_theta(self, theta: Array) -> None:
+        k = int(self.active.sum())
+        self.w[self.active] = theta[:k]
+        if not self.lasso:
+            self.b = float(theta[k])
+
+    def params(self) -> Params:
+        return Params(coef=self.w.copy(), intercept=self.b)
+
+    def full_vector(self) -> tuple[Array, float]:
+        return self.w.copy(), self.b
+
+    def full_derivative(self, dtheta: Array) -> tuple[Array, float]:
+        dw = np.zeros(self.d)
+        k = int(self.active.sum())
+        dw[self.active] = dtheta[:k]
+        return dw, (0.0 if self.lasso else float(dtheta[k]))
+
+    # ------------------------------------------------------------ equations
+    def _z(self, theta: Array) -> Array:
+        k = int(self.active.sum())
+        z = self._XA() @ theta[:k]
+        if not self.lasso:
+            z = z + theta[k]
+        return z
+
+    def _loss(self, z: Array) -> tuple[Array, Array, Array]:
+        """``(ell, d ell/dz, d^2 ell/dz^2)`` per sample."""
+        if self.lasso:
+            r = self.y - z
+            return 0.5 * r * r, -r, np.ones_like(r)
+        m = self.y * z
+        C = self.C
+        sn = expit(-m)
+        ell = C * np.logaddexp(0.0, -m)
+        return ell, -C * self.y * sn, C * sn * (1.0 - sn)
+
+    def _phi_T(self, u: Array) -> Array:
+        """``Phi^T u``."""
+        out = self._XA().T @ u
+        return out if self.lasso else np.append(out, u.sum())
+
+    def residual(self, theta: Array, lam: float) -> Array:
+        ell, l1, _ = self._loss(self._z(theta))
+        v, _, _ = sp_weights(self.sp, ell, self.code, lam)
+        F = self._phi_T(v * l1)
+        k = int(self.active.sum())
+        if self.lasso:
+            F += self.lev * self.sign[self.active]
+        else:
+            F[:k] += theta[:k]
+        return F
+
+    def jacobians(self, theta: Array, lam: float) -> tuple[Array, Array]:
+        ell, l1, l2 = self._loss(self._z(theta))
+        v, dl, dlam = sp_weights(self.sp, ell, self.code, lam)
+        D = v * l2 + dl * l1 * l1
+        XA = self._XA()
+        k = XA.shape[1]
+        if self.lasso:
+            J = XA.T @ (D[:, None] * XA)
+        else:
+            J = np.empty((k + 1, k + 1))
+            DX = D[:, None] * XA
+            J[:k, :k] = XA.T @ DX
+            J[:k, :k] += np.eye(k)
+            col = DX.sum(axis=0)
+            J[:k, k] = col
+            J[k, :k] = col
+            J[k, k] = D.sum()
+        return J, self._phi_T(dlam * l1)
+
+    def residual_scale(self) -> float:
+        if self.lasso:
+            return self.lev
+        return 1.0 + float(np.abs(self.w).max(initial=0.0))
+
+    # --------------------------------------------------------------- events
+    def events(self, theta: Array, lam: float) -> Array:
+        z = self._z(theta)
+        ell, l1, _ = self._loss(z)
+        lo, hi = self.sp.thresholds(lam)
+        code = self.code
+        h1 = np.where(code == EASY, lo - ell, np.where(code == MIXED, ell - lo, ell - hi))
+        h2 = np.where(code == MIXED, hi - ell, np.inf)
+        if not self.lasso:
+            return np.concatenate([h1, h2])
+        hf = np.empty(self.d)
+        k = int(self.active.sum())
+        hf[self.active] = self.sign[self.active] * theta[:k]
+        inact = ~self.active
+        if np.any(inact):
+            v, _, _ = sp_weights(self.sp, ell, code, lam)
+            c = -(self.X[:, inact].T @ (v * l1)) / self.lev
+            hf[inact] = 1.0 - np.abs(c)
+        return np.concatenate([hf, h1, h2])
+
+    def event_scale(self, lam: float) -> Array:
+        lo, hi = self.sp.thresholds(lam)
+        s = np.full(2 * self.n, 1.0 + hi)
+        if not self.lasso:
+            return s
+        wscale = 1e-3 + float(np.abs(self.w).max(initial=0.0))
+        return np.concatenate([np.where(self.active, wscale, 1.0), s])
+
+    def move(self, positions: NDArray[np.intp], lam: float) -> list[tuple[int, str, str]]:
+        moves: list[tuple[int, str, str]] = []
+        off = self.d if self.lasso else 0
+        mixed_ok = _has_mixed(self.sp, lam)
+        z = self.X @ self.w + self.b
+        ell, l1, _ = self._loss(z)
+        for p in sorted(set(int(q) for q in positions)):
+            if p < off:
+                j = p
+                if self.active[j]:
+                    self.active[j] = False
+                    self.w[j] = 0.0
+                    self.sign[j] = 0.0
+                    moves.append((j, "A", "inactive"))
+                else:
+                    v, _, _ = sp_weights(self.sp, ell, self.code, lam)
+                    c = -(self.X[:, j] @ (v * l1)) / self.lev
+                    self.active[j] = True
+                    self.w[j] = 0.0
+                    self.sign[j] = 1.0 if c > 0 else -1.0
+                    moves.append((j, "inactive", "A"))
+                continue
+            i = (p - off) % self.n
+            upper = (p - off) >= self.n
+            old = int(self.code[i])
+            if old == EASY:
+                new = MIXED if mixed_ok else HARD
+            elif old == MIXED:
+                new = HARD if upper else EASY
+            else:
+                new = MIXED if mixed_ok else EASY
+            self.code[i] = new
+            moves.append((i, SAMPLE_SETS[old], SAMPLE_SETS[new]))
+        self._invalidate()
+        return moves
+
+    def kkt(self, lam: float) -> float:
+        """Model KKT check of the v*-weighted problem with ``v* = v*(ell(w), lam)``."""
+        p = self.params()
+        v = self.sp.v_star(self.model.losses(p, self.X, self.y), lam)
+        return float(self.model.kkt_violation(p, self.X, self.y, v))
+
+    def consistent(self, lam: float, tol: float = 1e-9) -> NDArray[np.intp]:
+        """Positions of events violated by more than ``tol`` (relative) at the current state."""
+        h = self.events(self.theta(), lam)
+        return np.flatnonzero(h < -tol * self.event_scale(lam))
+
+
+# =============================================================================
+class SVMSystem(PathSystem):
+    """Kernel SVM in the dual: ``f = sum_j a_j y_j K(x_j, .) + b``, ``0 <= a_i <= C v_i``."""
+
+    def __init__(self, model: Model, sp: SPRegularizer, X: Array, y: Array) -> None:
+        super().__init__(model, sp, X, y)
+        assert isinstance(model, SVMModel)
+        self.C = model.C
+        self.gamma = resolve_gamma(model.gamma, X)
+        K = model.kernel_matrix(X, X, self.gamma)
+        self.Q = np.ascontiguousarray(K * np.outer(y, y))
+        self.n_events = 2 * self.n
+        self._cache: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ state
+    def init_from(self, params: Params, lam: float, tol: float = 1e-6) -> None:
+        C = self.C
+        self.a = np.clip(np.array(params.dual_coef, dtype=float), 0.0, C)
+        self.b = float(params.intercept)
+        g = 1.0 - self.Q @ self.a - self.y * self.b
+        ell = C * np.maximum(g, 0.0)
+        part = self.sp.partition(ell, lam)
+        code = np.full(self.n, SVM_Z, dtype=np.int8)
+        code[(g < -tol) & (self.a <= tol * C)] = SVM_N
+        pos = g > tol
+        code[pos & (part == EASY)] = SVM_PE
+        code[pos & (part == MIXED)] = SVM_PM
+        code[pos & (part == HARD)] = SVM_PD
+        self.code = code
+        self._fix_fixed(lam)
+        self._invalidate()
+
+    def _fix_fixed(self, lam: float) -> None:
+        """Set ``a`` on the sets where it is not free (E_N, D: 0; E_P: C; M: C v*)."""
+        c = self.code
+        self.a[(c == SVM_N) | (c == SVM_PD)] = 0.0
+        self.a[c == SVM_PE] = self.C
+        m = c == SVM_PM
+        if np.any(m):
+            g = 1.0 - self.Q[m] @ self.a - self.y[m] * self.b
+            v, _, _ = sp_weights(self.sp, self.C * g, np.full(int(m.sum()), MIXED, np.int8), lam)
+            self.a[m] = self.C * v
+
+    def _state(self) -> dict[str, Any]:
+        return {"a": self.a, "b": self.b, "code": self.code}
+
+    def _invalidate(self) -> None:
+        c = self.code
+        self.iz = np.flatnonzero(c == SVM_Z)
+        self.im = np.flatnonzero(c == SVM_PM)
+        self.ifree = np.concatenate([self.iz, self.im])
+        fixed = (c == SVM_PE)
+        self.ipe = np.flatnonzero(fixed)
+        self._cache = {}
+
+    def _Qcols(self) -> Array:
+        """``Q[:, free]`` (cached per set configuration)."""
+        if "Qf" not in self._cache:
+            self._cache["Qf"] = np.ascontiguousarray(self.Q[:, self.ifree])
+            self._cache["Qpe"] = self.Q[:, self.ipe].sum(axis=1) * self.C if self.ipe.size else 0.0
+        return self._cache["Qf"]
+
+    def theta(self) -> Array:
+        return np.append(self.a[self.ifree], self.b)
+
+    def set_theta(self, theta: Array) -> None:
+        k = self.ifree.size
+        self.a[self.ifree] = theta[:k]
+        self.b = float(theta[k])
+
+    def params(self) -> Params:
+        return Params(dual_coef=self.a.copy(), intercept=self.b, X_fit=self.X, y_fit=self.y,
+                      extra={"gamma": self.gamma})
+
+    def full_vector(self) -> tuple[Array, float]:
+        return self.a.copy(), self.b
+
+    def full_derivative(self, dtheta: Array) -> tuple[Array, float]:
+        da = np.zeros(self.n)
+        k = self.ifree.size
+        da[self.ifree] = dtheta[:k]
+        return da, float(dtheta[k])
+
+    # ------------------------------------------------------------ equations
+    def _g(self, theta: Array) -> Array:
+        """Margins ``g = 1 - y f(x)`` of every sample for free variables ``theta``."""
+        Qf = self._Qcols()
+        k = self.ifree.size
+        return 1.0 - Qf @ theta[:k] - self._cache["Qpe"] - self.y * theta[k]
+
+    def residual(self, theta: Array, lam: float) -> Array:
+        k = self.ifree.size
+        nz = self.iz.size
+        g = self._g(theta)
+        F = np.empty(k + 1)
+        F[:nz] = g[self.iz]
+        if self.im.size:
+            v, _, _ = sp_weights(self.sp, self.C * g[self.im], np.full(self.im.size, MIXED, np.int8), lam)
+            F[nz:k] = theta[nz:k] - self.C * v
+        F[k] = self.y[self.ifree] @ theta[:k] + self.C * self.y[self.ipe].sum()
+        return F
+
+    def jacobians(self, theta: Array, lam: float) -> tuple[Array, Array]:
+        k = self.ifree.size
+        nz = self.iz.size
+        Qf = self._Qcols()
+        J = np.zeros((k + 1, k + 1))
+        Jl = np.zeros(k + 1)
+        J[:nz, :k] = -Qf[self.iz]
+        J[:nz, k] = -self.y[self.iz]
+        if self.im.size:
+            g = self._g(theta)
+            _, dl, dlam = sp_weights(self.sp, self.C * g[self.im], np.full(self.im.size, MIXED, np.int8), lam)
+            c2 = (self.C**2) * dl
+            J[nz:k, :k] = c2[:, None] * Qf[self.im]
+            J[nz:k, nz:k] += np.eye(self.im.size)
+            J[nz:k, k] = c2 * self.y[self.im]
+            Jl[nz:k] = -self.C * dlam
+        J[k, :k] = self.y[self.ifree]
+        return J, Jl
+
+    def residual_scale(self) -> float:
+        return 1.0
+
+    # --------------------------------------------------------------- events
+    def events(self, theta: Array, lam: float) -> Array:
+        g = self._g(theta)
+        C = self.C
+        ell = C * g
+        lo, hi = self.sp.thresholds(lam)
+        c = self.code
+        a = self.a.copy()
+        a[self.ifree] = theta[: self.ifree.size]
+        h1 = np.select(
+            [c == SVM_N, c == SVM_Z, c == SVM_PE, c == SVM_PM],
+            [-g, a / C, g, (ell - lo) / C],
+            default=(ell - hi) / C,
+        )
+        h2 = np.select([c == SVM_Z, c == SVM_PE, c == SVM_PM], [1.0 - a / C, (lo - ell) / C, (hi - ell) / C],
+                       default=np.inf)
+        return np.concatenate([h1, h2])
+
+    def event_scale(self, lam: float) -> Array:
+        lo, hi = self.sp.thresholds(lam)
+        return np.full(2 * self.n, 1.0 + hi / self.C)
+
+    def move(self, positions: NDArray[np.intp], lam: float) -> list[tuple[int, str, str]]:
+        moves: list[tuple[int, str, str]] = []
+        lo, hi = self.sp.thresholds(lam)
+        mixed_ok = _has_mixed(self.sp, lam)
+        for p in sorted(set(int(q) for q in positions)):
+            i = p % self.n
+            upper = p >= self.n
+            old = int(self.code[i])
+            if old == SVM_N:
+                new = SVM_Z
+            elif old == SVM_Z:
+                if not upper:
+                    new = SVM_N
+                else:  # a_i reached C: g_i becomes positive with ell = 0+
+                    new = SVM_PE if lo > 0 else (SVM_PM if mixed_ok else SVM_PD)
+            elif old == SVM_PE:
+                new = SVM_Z if not upper else (SVM_PM if mixed_ok else SVM_PD)
+            elif old == SVM_PM:
+                new = (SVM_PE if lo > 0 else SVM_Z) if not upper else SVM_PD
+            else:
+                new = SVM_PM if mixed_ok else SVM_PE
+            self.code[i] = new
+            moves.append((i, SVM_SETS[old], SVM_SETS[new]))
+        self._invalidate()
+        self._fix_fixed(lam)
+        self._invalidate()
+        return moves
+
+    def kkt(self, lam: float) -> float:
+        return svm_kkt(self.model, self.sp, self.params(), self.X, self.y, lam)
+
+    def consistent(self, lam: float, tol: float = 1e-9) -> NDArray[np.intp]:
+        h = self.events(self.theta(), lam)
+        return np.flatnonzero(h < -tol * self.event_scale(lam))
+
+
+def svm_kkt(model: SVMModel, sp: SPRegularizer, params: Params, X: Array, y: Array, lam: float) -> float:
+    """Natural-residual KKT violation of the v*-weighted SVM dual.
+
+    With ``v = v*(ell(f), lam)`` and ``g = 1 - y f(x)``, the box-constrained dual
+    ``min 1/2 a^T Q a - 1^T a`` s.t. ``0 <= a <= C v``, ``y^T a = 0`` is solved iff
+    ``a = clip(a + C g, 0, C v)`` (box and margin conditions together) and
+    ``y^T a = 0``.  Returned relative to ``C``: ``max(|a/C - clip(a/C + g, 0, v)|,
+    |y^T a| / C)``.  Unlike a test on ``a`` being exactly at a bound, this measure
+    is continuous in ``a``.
+    """
+    C = model.C
+    g = 1.0 - y * model.decision_function(params, X)
+    v = sp.v_star(C * np.maximum(g, 0.0), lam)
+    a = params.dual_coef / C
+    nat = np.abs(a - np.clip(a + g, 0.0, v))
+    return float(max(nat.max(initial=0.0), abs(float(params.dual_coef @ y)) / C))
+
+
+def make_system(model: Model, sp: SPRegularizer, X: Array, y: Array) -> PathSystem:
+    """The system for ``model`` (lasso, logistic or svm)."""
+    if isinstance(model, SVMModel):
+        return SVMSystem(model, sp, X, y)
+    if isinstance(model, LassoModel | LogisticModel):
+        return GLMSystem(model, sp, X, y)
+    from spl_bench.errors import ConfigError
+
+    raise ConfigError(f"GAGA supports the models lasso, logistic and svm, not {model.name!r}")
