@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 from scipy.linalg import cho_factor, cho_solve
 
 from spl_bench.errors import ConfigError, DataError, check_positive
@@ -115,10 +115,6 @@ def _v_changes(v_old: Array, v_new: Array) -> float:
     return float(np.abs(v_new - v_old).sum())
 
 
-def _identity(x: Any) -> Any:
-    return x
-
-
 # =====================================================================================
 # Backends
 # =====================================================================================
@@ -199,7 +195,10 @@ class DaskBackend:
         return list(self.client.scatter(list(items), hash=False))
 
     def map(self, fn: Callable[..., Any], *iterables: Iterable[Any], **kwargs: Any) -> list[Any]:
-        return [self.client.submit(fn, *args, pure=False, **kwargs) for args in zip(*iterables, strict=True)]
+        lists = [list(it) for it in iterables]
+        if len({len(x) for x in lists}) > 1:
+            raise ValueError("DaskBackend.map: iterables of different lengths")
+        return list(self.client.map(fn, *lists, pure=False, **kwargs))
 
     def gather(self, handles: Sequence[Any]) -> list[Any]:
         return list(self.client.gather(list(handles)))
@@ -386,8 +385,9 @@ def dspl_solve(
         f_h = backend.map(_factor, g_h, rho=rho_val)
         converged_admm = False
         r2 = s2 = np.inf
-        k = 0
-        for k in range(1, int(max_admm) + 1):
+        n_admm = 0
+        for _k in range(int(max_admm)):
+            n_admm += 1
             W = np.array(backend.gather(backend.map(_w_step, f_h, list(alpha), z=z, rho=rho_val)))  # (7)
             z_old = z
             z = (rho_val * W.sum(axis=0) + alpha.sum(axis=0)) / (2.0 * reg + rho_val * m)  # (8)
@@ -418,7 +418,7 @@ def dspl_solve(
         objective = float(obj_z[:, 0].sum()) + reg * float(z @ z)
         v_store = np.concatenate(backend.gather(v_h)) if store_v else None
         result.history.append(OuterRecord(
-            lam=lam, lagrangian=L, objective=objective, z=z.copy(), n_selected=n_sel, admm_iters=k,
+            lam=lam, lagrangian=L, objective=objective, z=z.copy(), n_selected=n_sel, admm_iters=n_admm,
             admm_converged=converged_admm, r2=r2, s2=s2, rho=rho_val,
             seconds=time.perf_counter() - t0, v=v_store,
         ))
