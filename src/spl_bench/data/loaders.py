@@ -118,7 +118,9 @@ def _sha256(path: Path) -> str:
 def _load_csv(path: Path, spec: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     expected = spec.get("sha256")
     if expected and spec.get("verify_sha256", True) and _sha256(path) != expected:
-        raise DataError(f"{path}: sha256 does not match the config ({expected[:12]}...); the file is not the expected copy")
+        raise DataError(
+            f"{path}: sha256 does not match the config ({expected[:12]}...); the file is not the expected copy"
+        )
     frame = pd.read_csv(path)
     target = spec.get("target_column", "target")
     if target not in frame.columns:

@@ -39,11 +39,14 @@ def acs_solve(
     init: Params,
     tol: float = 1e-10,
     max_iter: int = 1000,
+    kkt_tol: float = 1e-7,
 ) -> tuple[Params, Array, int, bool]:
     """Run ACS at one age from ``init``; return ``(params, v, n_iter, converged)``.
 
-    Converged means that the v-step no longer changes ``v`` by more than ``tol``
-    (max norm), so ``params`` is optimal for ``v = v*(ell(params), lam)``.
+    Converged means that ``(params, v)`` is a partial optimum (GAGA Definition 4)
+    to the solvers' accuracy: ``v = v*(ell(params), lam)`` exactly, and either the
+    v-step no longer changes ``v`` by more than ``tol`` (max norm) or ``params``
+    satisfies the KKT conditions of the ``v``-weighted problem within ``kkt_tol``.
     """
     params = init
     v = sp.v_star(model.losses(params, X, y), lam)
@@ -51,6 +54,8 @@ def acs_solve(
         params = model.fit_weighted(X, y, v, warm=params)
         v_new = sp.v_star(model.losses(params, X, y), lam)
         if np.max(np.abs(v_new - v), initial=0.0) <= tol:
+            return params, v_new, it, True
+        if model.kkt_violation(params, X, y, v_new) <= kkt_tol:
             return params, v_new, it, True
         v = v_new
     return params, v, max_iter, False
@@ -69,6 +74,8 @@ class ACS(SPLEstimator):
         Stop when ``max |v_new - v| <= tol``.
     max_iter : int
         Maximum number of alternations per age.
+    kkt_tol : float
+        Also stop when the KKT violation of the v*-weighted problem is below this.
     """
 
     def __init__(
@@ -83,6 +90,7 @@ class ACS(SPLEstimator):
         lam_grid: list[float] | None = None,
         tol: float = 1e-10,
         max_iter: int = 1000,
+        kkt_tol: float = 1e-7,
     ) -> None:
         super().__init__(model=model, model_params=model_params, sp=sp, sp_params=sp_params)
         self.lam_min = lam_min
@@ -91,6 +99,7 @@ class ACS(SPLEstimator):
         self.lam_grid = lam_grid
         self.tol = tol
         self.max_iter = max_iter
+        self.kkt_tol = kkt_tol
 
     def ages(self) -> Array:
         """The grid of ages this estimator visits."""
@@ -115,7 +124,9 @@ class ACS(SPLEstimator):
         self.converged_ = np.empty(len(grid), dtype=bool)
         self.kkt_ = np.empty(len(grid))
         for k, lam in enumerate(grid):
-            params, v, it, ok = acs_solve(model, sp, X, y, float(lam), params, self.tol, self.max_iter)
+            params, v, it, ok = acs_solve(
+                model, sp, X, y, float(lam), params, self.tol, self.max_iter, self.kkt_tol
+            )
             self.candidate_models_.append(params)
             self.v_path_[k] = v
             self.n_iter_[k] = it

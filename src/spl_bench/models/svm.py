@@ -100,19 +100,24 @@ class SVMModel(Model):
             b = float(np.sign(y[pos][0]))
         return Params(dual_coef=a, intercept=b, X_fit=X, y_fit=y, extra={"gamma": gamma})
 
+    #: relative tolerance for deciding that a coefficient sits at a bound of its box
+    bound_tol = 1e-8
+
     def kkt_violation(self, params: Params, X: Array, y: Array, v: Array) -> float:
         """Box/margin conditions of the v-weighted SVM dual, relative to 1 (margins) and C.
 
         With ``g_i = 1 - y_i f(x_i)``: ``a_i = 0 => g_i <= 0``; ``a_i = C v_i =>
         g_i >= 0``; ``0 < a_i < C v_i => g_i = 0``; and ``sum_i a_i y_i = 0``.
-        An index at both bounds (``v_i = 0``) is unconstrained.
+        An index at both bounds (``v_i = 0``) is unconstrained.  A coefficient
+        within ``bound_tol * C`` of a bound counts as at that bound (the box
+        ``C v_i`` is itself only known to the accuracy of ``v``).
         """
         a = params.dual_coef
         ub = self.C * v
         g = 1.0 - y * self.decision_function(params, X)
         scale_a = max(self.C, 1e-300)
-        at_lo = a <= 1e-12 * scale_a
-        at_hi = a >= ub - 1e-12 * scale_a
+        at_lo = a <= self.bound_tol * scale_a
+        at_hi = a >= ub - self.bound_tol * scale_a
         viol = np.zeros_like(g)
         free = ~at_lo & ~at_hi
         viol[free] = np.abs(g[free])

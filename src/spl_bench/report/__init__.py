@@ -1,0 +1,1 @@
+"""Aggregation of results into paper-style tables and figures."""

@@ -1,0 +1,1 @@
+"""Command line, Hydra application and results files."""

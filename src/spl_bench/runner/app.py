@@ -1,0 +1,162 @@
+"""The Hydra application behind ``spl-bench run``."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from spl_bench.data import Dataset, load_dataset
+from spl_bench.errors import ConfigError, SplBenchError
+from spl_bench.methods.base import SPLEstimator
+from spl_bench.models import get_model
+from spl_bench.paths import config_dir
+from spl_bench.protocol import NoiseConfig, ProtocolConfig, RunOutcome, run_once
+from spl_bench.runner.results import RowStore, code_version, config_hash
+
+console = Console(stderr=True)
+
+AUTO_NOISE = {"classification": "uniform_flip", "regression": "target_gaussian"}
+
+
+def _plain(node: Any) -> Any:
+    return OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else node
+
+
+def noise_config(cfg: DictConfig, task: str) -> NoiseConfig:
+    """The noise options of ``cfg`` with ``kind: auto`` resolved by the task."""
+    kind = str(cfg.noise.kind)
+    if kind == "auto":
+        kind = AUTO_NOISE[task]
+    return NoiseConfig(kind=kind, rate=float(cfg.noise.rate), options=dict(_plain(cfg.noise.get("options")) or {}))
+
+
+def protocol_config(cfg: DictConfig) -> ProtocolConfig:
+    return ProtocolConfig(**_plain(cfg.protocol))
+
+
+def estimator_factory(cfg: DictConfig) -> Callable[[], SPLEstimator]:
+    """A function building a fresh, unfitted method estimator from ``cfg.method``."""
+    method_cfg = {k: v for k, v in _plain(cfg.method).items() if k != "name"}
+    if "_target_" not in method_cfg:
+        raise ConfigError(f"method config {cfg.method.get('name')!r} has no _target_")
+    kwargs = {
+        "model": str(cfg.model.name),
+        "model_params": dict(_plain(cfg.model.get("params")) or {}),
+        "sp": str(cfg.sp.name),
+        "sp_params": dict(_plain(cfg.sp.get("params")) or {}),
+    }
+
+    def make() -> SPLEstimator:
+        return instantiate(method_cfg, **kwargs, _convert_="all")
+
+    make()  # fail early (and clearly) on bad method/model/sp parameters
+    return make
+
+
+def check_task(cfg: DictConfig, ds: Dataset) -> None:
+    model = get_model(str(cfg.model.name), **(_plain(cfg.model.get("params")) or {}))
+    if model.task != ds.task:
+        suggestion = "lasso" if ds.task == "regression" else "svm or model=logistic"
+        raise ConfigError(
+            f"model {model.name!r} is for {model.task} but dataset {ds.name!r} is {ds.task}; "
+            f"use model={suggestion}"
+        )
+
+
+def identity(cfg: DictConfig) -> dict[str, Any]:
+    """The part of the config that determines the numbers (hashed for resuming)."""
+    keys = ("data", "noise", "model", "sp", "method", "protocol")
+    ident = {k: _plain(cfg[k]) for k in keys}
+    ident["protocol"] = {k: v for k, v in ident["protocol"].items() if k != "n_runs"}
+    ident["data"] = {k: v for k, v in ident["data"].items() if k != "root"}
+    return ident
+
+
+def outcome_rows(cfg: DictConfig, ds: Dataset, noise: NoiseConfig, out: RunOutcome, h: str) -> list[dict]:
+    info = dict(out.info)
+    restarts = info.pop("n_restarts", None)
+    base = {
+        "experiment": cfg.exp_name,
+        "dataset": ds.name,
+        "noise": noise.label,
+        "method": cfg.method.name,
+        "model": cfg.model.name,
+        "sp": cfg.sp.name if cfg.method.name != "original" else "-",
+        "selection": cfg.protocol.selection,
+        "params": json.dumps({"model": _plain(cfg.model.get("params")), "sp": _plain(cfg.sp.get("params"))}),
+        "seed": out.run,
+        "lam": out.lam,
+        "candidate": json.dumps(out.candidate, default=float),
+        "time_s": out.fit_time,
+        "n_restarts": restarts,
+        "n_train": out.n_train,
+        "n_test": out.n_test,
+        "n_corrupted": out.n_corrupted,
+        "info": json.dumps(info, default=float),
+        "config_hash": h,
+        "code_version": code_version(),
+    }
+    for key, val in info.items():
+        if key.startswith("n_critical_"):
+            base[key] = val
+    return [
+        {**base, "metric": out.metric, "value": out.value},
+        {**base, "metric": f"selection_{out.metric}", "value": out.selection_score},
+    ]
+
+
+def run_experiment(cfg: DictConfig, run_dir: Path) -> Path:
+    """Run every seed of the configured experiment into ``run_dir``; return the results file."""
+    protocol = protocol_config(cfg)
+    ds = load_dataset(_plain(cfg.data))
+    check_task(cfg, ds)
+    noise = noise_config(cfg, ds.task)
+    make = estimator_factory(cfg)
+    h = config_hash(identity(cfg))
+    store = RowStore(run_dir, h)
+    todo = [k for k in range(protocol.n_runs) if not store.done(k)]
+    if len(todo) < protocol.n_runs:
+        n_done = protocol.n_runs - len(todo)
+        console.print(f"[cyan]resuming:[/] {n_done} of {protocol.n_runs} runs already in {run_dir}")
+    label = f"{cfg.method.name} · {ds.name} · {cfg.model.name}/{cfg.sp.name}"
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=console, disable=not cfg.progress, transient=False,
+    ) as bar:  # fmt: skip
+        task = bar.add_task(label, total=protocol.n_runs, completed=protocol.n_runs - len(todo))
+        for k in todo:
+            out = run_once(ds, make, protocol, noise, k)
+            if not math.isfinite(out.value):
+                raise FloatingPointError(f"run {k} produced a non-finite metric")
+            store.write(k, outcome_rows(cfg, ds, noise, out, h))
+            store.rewrite_summary()
+            bar.advance(task)
+    return store.rewrite_summary()
+
+
+@hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")
+def hydra_main(cfg: DictConfig) -> None:
+    """Entry point of ``spl-bench run`` (Hydra parses the overrides)."""
+    try:
+        run_dir = Path(HydraConfig.get().runtime.output_dir)
+        results = run_experiment(cfg, run_dir)
+        if cfg.print_table:
+            import pandas as pd
+
+            from spl_bench.report.tables import print_tables, summarize
+
+            print_tables(summarize(pd.read_csv(results)))
+        console.print(f"[green]results:[/] {results}")
+    except SplBenchError as exc:
+        console.print(f"[bold red]error:[/] {exc}")
+        raise SystemExit(2) from None

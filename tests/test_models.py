@@ -1,0 +1,126 @@
+"""Models: weighted solvers agree with an independent solver and satisfy their KKT conditions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from spl_bench.errors import ConfigError, DataError
+from spl_bench.models import get_model
+
+
+def weights(n: int, seed: int = 0) -> np.ndarray:
+    v = np.random.default_rng(seed).uniform(0, 1, n)
+    v[:5] = 0.0  # some samples fully off
+    v[5:10] = 1.0
+    return v
+
+
+def test_lasso_matches_proximal_gradient(diabetes):
+    X, y = diabetes
+    v = weights(len(y))
+    m = get_model("lasso", alpha=0.01)
+    p = m.fit_weighted(X, y, v)
+    assert m.kkt_violation(p, X, y, v) < 1e-8
+    # independent: FISTA on sum v r^2/2 + n alpha |w|_1
+    lev = len(y) * 0.01
+    L = np.linalg.eigvalsh(X.T @ (v[:, None] * X)).max()
+    w = z = np.zeros(X.shape[1])
+    t = 1.0
+    for _ in range(20000):
+        g = -X.T @ (v * (y - X @ z))
+        u = z - g / L
+        w_new = np.sign(u) * np.maximum(np.abs(u) - lev / L, 0)
+        t_new = (1 + np.sqrt(1 + 4 * t * t)) / 2
+        z = w_new + (t - 1) / t_new * (w_new - w)
+        w, t = w_new, t_new
+    np.testing.assert_allclose(p.coef, w, atol=1e-6)
+    assert m.objective(p, X, y, v) <= m.objective(type(p)(coef=w), X, y, v) + 1e-9
+
+
+def test_logistic_matches_scipy(cancer_small):
+    X, y = cancer_small
+    v = weights(len(y), 1)
+    m = get_model("logistic", C=0.5)
+    p = m.fit_weighted(X, y, v)
+    assert m.kkt_violation(p, X, y, v) < 1e-6
+
+    def obj(theta):
+        w, b = theta[:-1], theta[-1]
+        return 0.5 * w @ w + 0.5 * np.dot(v, np.logaddexp(0, -y * (X @ w + b)))
+
+    res = minimize(obj, np.zeros(X.shape[1] + 1), method="BFGS", options={"gtol": 1e-10, "maxiter": 10000})
+    np.testing.assert_allclose(p.coef, res.x[:-1], atol=1e-4)
+    assert abs(p.intercept - res.x[-1]) < 1e-4
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "linear"])
+def test_svm_matches_dual_qp(cancer_small, kernel):
+    X, y = cancer_small
+    X, y = X[:60], y[:60]
+    v = weights(len(y), 2)
+    m = get_model("svm", C=1.0, kernel=kernel, gamma=0.1)
+    p = m.fit_weighted(X, y, v)
+    assert m.kkt_violation(p, X, y, v) < 1e-5
+    # independent: the dual QP max sum a - 1/2 (a y)^T K (a y), 0 <= a <= C v, a^T y = 0, by SLSQP
+    K = m.kernel_matrix(X, X, 0.1)
+    Q = (y[:, None] * y[None, :]) * K
+    res = minimize(
+        lambda a: 0.5 * a @ Q @ a - a.sum(),
+        np.zeros(len(y)),
+        jac=lambda a: Q @ a - 1.0,
+        bounds=[(0, c) for c in m.C * v],
+        constraints=[{"type": "eq", "fun": lambda a: a @ y, "jac": lambda a: y}],
+        method="SLSQP",
+        options={"ftol": 1e-14, "maxiter": 2000},
+    )
+    dual_lib = 0.5 * p.dual_coef @ Q @ p.dual_coef - p.dual_coef.sum()
+    assert abs(dual_lib - res.fun) < 1e-6 * (1 + abs(res.fun))
+    # the decision function agrees with scikit-learn's own on the same weights
+    from sklearn.svm import SVC
+
+    pos = v > 0
+    ref = SVC(C=1.0, kernel=kernel, gamma=0.1, tol=1e-8).fit(X[pos], y[pos], sample_weight=v[pos])
+    np.testing.assert_allclose(m.decision_function(p, X), ref.decision_function(X), atol=1e-6)
+
+
+def test_losses_and_objectives(diabetes, cancer_small):
+    X, y = diabetes
+    m = get_model("lasso", alpha=0.1)
+    p = m.fit_weighted(X, y, np.ones(len(y)))
+    np.testing.assert_allclose(m.losses(p, X, y), 0.5 * (y - X @ p.coef) ** 2)
+    Xc, yc = cancer_small
+    s = get_model("svm", C=2.0, kernel="linear")
+    ps = s.fit_weighted(Xc, yc, np.ones(len(yc)))
+    f = s.decision_function(ps, Xc)
+    np.testing.assert_allclose(s.losses(ps, Xc, yc), 2.0 * np.maximum(0, 1 - yc * f))
+    w = (ps.dual_coef * yc) @ Xc  # linear kernel: ||f||^2 = ||w||^2
+    assert abs(s.regularizer(ps, len(yc)) - 0.5 * w @ w) < 1e-9
+
+
+def test_degenerate_weights(diabetes, cancer_small):
+    X, y = diabetes
+    p = get_model("lasso").fit_weighted(X, y, np.zeros(len(y)))
+    assert np.all(p.coef == 0)
+    Xc, yc = cancer_small
+    for name in ("svm", "logistic"):
+        m = get_model(name)
+        v = (yc > 0).astype(float)  # one class only
+        p = m.fit_weighted(Xc, yc, v)
+        assert np.all(m.predict(p, Xc) == 1.0)
+
+
+def test_bad_model_parameters():
+    with pytest.raises(ConfigError, match="alpha"):
+        get_model("lasso", alpha=0)
+    with pytest.raises(ConfigError, match="C"):
+        get_model("svm", C=-1.0)
+    with pytest.raises(ConfigError, match="gamma"):
+        get_model("svm", gamma=0.0)
+    with pytest.raises(ConfigError, match="kernel"):
+        get_model("svm", kernel="poly")
+    with pytest.raises(ConfigError, match="valid models"):
+        get_model("forest")
+    with pytest.raises(DataError, match="-1/\\+1"):
+        get_model("svm").check_y(np.array([0.0, 1.0, 2.0]))

@@ -1,0 +1,93 @@
+"""Protocol: splits, test rows untouched by noise, selection, determinism."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from spl_bench.data import Dataset
+from spl_bench.errors import ConfigError, DataError
+from spl_bench.methods.acs import ACS
+from spl_bench.methods.original import Original
+from spl_bench.protocol import NoiseConfig, ProtocolConfig, run_once, split_indices, validation_split
+from spl_bench.protocol.metrics import best_candidate, candidate_scores
+
+
+def test_split3to1_sizes_and_disjoint():
+    for run in range(5):
+        tr, te = split_indices(400, run, "split3to1", 40)
+        assert len(te) == 100 and len(tr) == 300
+        assert not set(tr) & set(te)
+    a = split_indices(400, 3, "split3to1", 40)
+    b = split_indices(400, 3, "split3to1", 40)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+    assert not np.array_equal(split_indices(400, 4)[1], a[1])
+
+
+def test_kfold20_partitions_the_rows():
+    tests = [split_indices(203, k, "kfold20", 40)[1] for k in range(20)]
+    np.testing.assert_array_equal(np.sort(np.concatenate(tests)), np.arange(203))
+    with pytest.raises(ConfigError, match="20 folds"):
+        split_indices(203, 20, "kfold20")
+
+
+def test_split_errors():
+    with pytest.raises(ConfigError, match="splits"):
+        split_indices(100, 0, "bootstrap")
+    with pytest.raises(DataError, match="too few"):
+        split_indices(3, 0)
+    with pytest.raises(ConfigError, match="val_size"):
+        validation_split(100, 1.5, 0)
+    with pytest.raises(ConfigError, match="selection"):
+        ProtocolConfig(selection="train")
+
+
+class Spy(Original):
+    """Original that records the rows it was fitted on."""
+
+    seen: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def _fit(self, X, y):
+        Spy.seen.append((X.copy(), y.copy()))
+        super()._fit(X, y)
+
+
+def test_noise_only_touches_training_rows():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 4))
+    y = np.where(X[:, 0] + 0.3 * rng.normal(size=200) > 0, 1.0, -1.0)
+    ds = Dataset("toy", X, y, "classification")
+    proto = ProtocolConfig(selection="test", n_runs=1)
+    Spy.seen.clear()
+    make = lambda: Spy(model="logistic")  # noqa: E731
+    out = run_once(ds, make, proto, NoiseConfig("uniform_flip", 0.3), run=0)
+    tr, te = split_indices(200, 0)
+    assert out.n_corrupted == 45  # round(0.3 * 150)
+    X_fit, y_fit = Spy.seen[-1]
+    assert (y_fit != y[tr]).sum() == 45  # flipped training labels (row order preserved)
+    # the clean-data run gives the same test accuracy only if the test rows are untouched
+    clean = run_once(ds, make, proto, NoiseConfig("none", 0.0), run=0)
+    est = make().fit(*Spy.seen[-1])
+    mu, sd = X[tr].mean(0), X[tr].std(0)
+    assert clean.value == pytest.approx(float((est.predict((X[te] - mu) / sd) == y[te]).mean()))
+
+
+def test_selection_picks_the_best_candidate(diabetes):
+    X, y = diabetes
+    ds = Dataset("diab", X, y, "regression")
+    proto = ProtocolConfig(selection="validation", n_runs=1)
+    make = lambda: ACS(model="lasso", model_params={"alpha": 0.01}, lam_min=0.1, lam_max=3.0, lam_step=0.7)  # noqa: E731
+    out = run_once(ds, make, proto, NoiseConfig("target_gaussian", 0.3), run=2)
+    assert out.candidate["lam"] == out.lam and out.metric == "gen_error"
+    again = run_once(ds, make, proto, NoiseConfig("target_gaussian", 0.3), run=2)
+    assert again.value == out.value and again.lam == out.lam  # deterministic
+
+
+def test_metrics():
+    preds = np.array([[1.0, -1.0, 1.0], [1.0, 1.0, 1.0]])
+    y = np.array([1.0, 1.0, 1.0])
+    np.testing.assert_allclose(candidate_scores("classification", preds, y), [2 / 3, 1.0])
+    assert best_candidate("classification", np.array([0.5, 0.9, 0.9])) == 1
+    assert best_candidate("regression", np.array([0.5, 0.2, 0.9])) == 1
+    with pytest.raises(FloatingPointError):
+        best_candidate("regression", np.array([np.nan, 1.0]))

@@ -1,0 +1,142 @@
+"""Runner: the CLI end to end, resume after a kill, determinism, clear errors, report tables."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from spl_bench.report.tables import paper_table, read_results, summarize, write_report
+from spl_bench.runner.cli import main
+from spl_bench.runner.results import RowStore
+
+QUICK = ["protocol.n_runs=3", "progress=false", "print_table=false"]
+
+
+def cli(tmp_path, *overrides: str) -> int:
+    return main(["run", f"results_root={tmp_path}", *QUICK, *overrides])
+
+
+def results_of(tmp_path) -> pd.DataFrame:
+    files = sorted(tmp_path.rglob("results.csv"))
+    assert len(files) == 1, files
+    return pd.read_csv(files[0])
+
+
+def test_run_writes_tidy_rows(tmp_path):
+    assert cli(tmp_path, "method=acs", "data=diabetes", "method.lam_step=2.0") == 0
+    frame = results_of(tmp_path)
+    main_rows = frame[frame.metric == "gen_error"]
+    assert list(main_rows.seed) == [0, 1, 2]
+    assert {"experiment", "dataset", "noise", "method", "params", "lam", "time_s", "code_version"} <= set(frame)
+    assert main_rows.value.between(0, 10).all() and main_rows.lam.notna().all()
+
+
+def test_original_svm_on_breast_cancer(tmp_path):
+    assert cli(tmp_path, "method=original", "data=breast_cancer", "model=svm") == 0
+    frame = results_of(tmp_path)
+    acc = frame[frame.metric == "accuracy"].value
+    assert len(acc) == 3 and acc.between(0.5, 1.0).all()
+
+
+def test_resume_after_kill_and_identical_numbers(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    args = ("method=acs", "data=diabetes", "method.lam_step=3.0")
+    assert cli(a, *args) == 0
+    first = results_of(a)
+    rows = sorted(a.rglob("run-*.csv"))
+    assert len(rows) == 3
+    # a kill after run 0: the later row files are gone, the summary is stale
+    mtime0 = rows[0].stat().st_mtime_ns
+    rows[1].unlink()
+    rows[2].unlink()
+    assert cli(a, *args) == 0
+    assert rows[0].stat().st_mtime_ns == mtime0  # run 0 was not recomputed
+    resumed = results_of(a)
+    assert len(resumed) == len(first)  # no row lost or duplicated
+    cols = ["seed", "metric", "value", "lam"]
+    pd.testing.assert_frame_equal(resumed[cols], first[cols])
+    # same config and seeds in a fresh folder: identical numbers
+    assert cli(b, *args) == 0
+    pd.testing.assert_frame_equal(results_of(b)[cols], first[cols])
+
+
+def test_more_runs_extend_the_same_folder(tmp_path):
+    assert main(["run", f"results_root={tmp_path}", "protocol.n_runs=1", "progress=false", "print_table=false",
+                 "method=original", "data=diabetes"]) == 0  # fmt: skip
+    assert cli(tmp_path, "method=original", "data=diabetes") == 0
+    assert sorted(results_of(tmp_path).seed.unique()) == [0, 1, 2]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["data=breast_cancer"], "model 'lasso' is for regression"),
+        (["model.params.alpha=-1"], "alpha"),
+        (["model=svm", "data=breast_cancer", "model.params.C=0"], "C must be"),
+        (["model=svm", "data=breast_cancer", "model.params.gamma=-2"], "gamma"),
+        (["method.lam_min=5", "method.lam_max=1"], "smaller than lam_max"),
+        (["protocol.selection=train"], "protocol.selection"),
+        (["data=nomao", "model=svm", "data.root=/nonexistent", "data.openml_id=null"], "not found"),
+        (["protocol.test_size=1.0"], "test_size"),
+    ],
+)
+def test_bad_input_gives_clear_error_without_traceback(tmp_path, capsys, overrides, message):
+    with pytest.raises(SystemExit) as exc:
+        cli(tmp_path, *overrides)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert message in " ".join(err.split())
+    assert "Traceback" not in err
+
+
+def test_unknown_names_list_valid_options(tmp_path):
+    for override, valid in (("method=nope", "acs"), ("data=nope", "music"), ("model=nope", "lasso")):
+        proc = subprocess.run(
+            [sys.executable, "-m", "spl_bench.runner.cli", "run", f"results_root={tmp_path}", override],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert proc.returncode != 0
+        assert "Available options" in proc.stderr and valid in proc.stderr
+        assert "Traceback" not in proc.stderr
+
+
+def test_sweep_with_joblib_launcher_composes(tmp_path):
+    from hydra import compose, initialize_config_dir
+
+    from spl_bench.paths import config_dir
+
+    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+        cfg = compose("config", overrides=["hydra/launcher=joblib", "method=original"], return_hydra_config=True)
+        assert "joblib" in cfg.hydra.launcher._target_.lower()
+        cfg = compose("config", overrides=["hydra/launcher=submitit_slurm"], return_hydra_config=True)
+        assert "submitit" in cfg.hydra.launcher._target_.lower()
+
+
+def test_report_tables_match_numpy(tmp_path):
+    rng = np.random.default_rng(0)
+    rows = []
+    for method in ("acs", "original"):
+        for seed in range(5):
+            rows.append({"experiment": "e", "dataset": "d", "noise": "n", "method": method, "model": "lasso",
+                         "sp": "-" if method == "original" else "linear", "selection": "validation",
+                         "config_hash": method, "seed": seed, "metric": "gen_error",
+                         "value": rng.normal(), "time_s": 1.0, "n_restarts": None})  # fmt: skip
+    frame = pd.DataFrame(rows)
+    store = RowStore(tmp_path / "x", "h")
+    store.rows_dir.mkdir(parents=True)
+    frame.to_csv(tmp_path / "x" / "results.csv", index=False)
+    read = read_results([tmp_path])
+    summ = summarize(read)
+    acs = frame[frame.method == "acs"].value
+    row = summ[summ.method_label == "acs"].iloc[0]
+    assert row["mean"] == pytest.approx(acs.mean()) and row["std"] == pytest.approx(acs.std(ddof=1))
+    table = paper_table(summ)
+    assert table.loc[0, "acs"] == f"{acs.mean():.3f} ± {acs.std(ddof=1):.3f}"
+    written = write_report(read, tmp_path / "out")
+    assert all(p.is_file() for p in written)
+    assert main(["report", str(tmp_path / "x"), "--out", str(tmp_path / "fig")]) == 0
+    assert (tmp_path / "fig" / "table_gen_error.png").is_file()

@@ -1,0 +1,101 @@
+"""SP-regularizers: v* minimises v ell + f(v, lam) on [0, 1]; derivatives; partitions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import minimize_scalar
+
+from spl_bench.errors import ConfigError
+from spl_bench.sp import EASY, HARD, MIXED, REGISTRY, get_sp
+
+REGS = [
+    ("hard", {}),
+    ("linear", {}),
+    ("mixture", {"gamma": 0.5}),
+    ("mixture", {"gamma": 2.0}),
+    ("polynomial", {"t": 1.35}),
+    ("polynomial", {"t": 2.0}),
+]
+losses = st.floats(min_value=0.0, max_value=50.0, allow_nan=False)
+ages = st.floats(min_value=0.05, max_value=20.0, allow_nan=False)
+
+
+def brute_force_min(sp, ell: float, lam: float) -> float:
+    """Minimum of v ell + f(v, lam) over [0, 1] by a bounded scalar search and a grid."""
+    obj = lambda v: float(sp.sp_objective(np.array([v]), np.array([ell]), lam)[0])  # noqa: E731
+    grid = np.linspace(0.0, 1.0, 2001)
+    best = float(sp.sp_objective(grid, np.full_like(grid, ell), lam).min())
+    res = minimize_scalar(obj, bounds=(0.0, 1.0), method="bounded", options={"xatol": 1e-12})
+    return min(best, float(res.fun), obj(0.0), obj(1.0))
+
+
+@pytest.mark.parametrize(("name", "params"), REGS)
+@settings(max_examples=60, deadline=None)
+@given(ell=losses, lam=ages)
+def test_v_star_minimises_sp_objective(name, params, ell, lam):
+    sp = get_sp(name, **params)
+    v = sp.v_star(np.array([ell]), lam)
+    assert 0.0 <= v[0] <= 1.0
+    attained = float(sp.sp_objective(v, np.array([ell]), lam)[0])
+    assert attained <= brute_force_min(sp, ell, lam) + 1e-9 * (1 + abs(attained))
+
+
+@settings(max_examples=60, deadline=None)
+@given(ell=losses, lam=st.floats(min_value=0.02, max_value=0.98))
+def test_log_v_star_minimises(ell, lam):
+    sp = get_sp("log")
+    v = sp.v_star(np.array([ell]), lam)
+    attained = float(sp.sp_objective(v, np.array([ell]), lam)[0])
+    assert attained <= brute_force_min(sp, ell, lam) + 1e-9 * (1 + abs(attained))
+
+
+@pytest.mark.parametrize(("name", "params", "lam"), [*[(n, p, 2.0) for n, p in REGS if n != "hard"], ("log", {}, 0.6)])
+def test_derivatives_match_finite_differences(name, params, lam):
+    sp = get_sp(name, **params)
+    lo, hi = sp.thresholds(lam)
+    ell = np.linspace(lo, hi, 23)[1:-1]  # strictly inside M
+    assert np.all(sp.partition(ell, lam) == MIXED)
+    d_ell, d_lam = sp.dv_star(ell, lam)
+    h = 1e-6
+    fd_ell = (sp.v_star(ell + h, lam) - sp.v_star(ell - h, lam)) / (2 * h)
+    fd_lam = (sp.v_star(ell, lam + h) - sp.v_star(ell, lam - h)) / (2 * h)
+    np.testing.assert_allclose(d_ell, fd_ell, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(d_lam, fd_lam, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize(("name", "params"), REGS)
+def test_partition_agrees_with_v_star(name, params):
+    sp = get_sp(name, **params)
+    ell = np.linspace(0.0, 30.0, 3001)
+    for lam in (0.3, 1.0, 4.0):
+        part, v = sp.partition(ell, lam), sp.v_star(ell, lam)
+        assert np.all(v[part == EASY] == 1.0)
+        assert np.all(v[part == HARD] == 0.0)
+        assert np.all((v[part == MIXED] > 0) & (v[part == MIXED] < 1))
+        # Definition 2: v* non-increasing in the loss, non-decreasing in the age
+        assert np.all(np.diff(v) <= 1e-12)
+        assert np.all(sp.v_star(ell, lam * 1.5) >= v - 1e-12)
+
+
+def test_closed_forms():
+    ell = np.array([0.0, 0.04, 0.25, 1.0, 4.0])
+    np.testing.assert_allclose(get_sp("hard").v_star(ell, 1.0), [1, 1, 1, 0, 0])
+    np.testing.assert_allclose(get_sp("linear").v_star(ell, 2.0), [1, 0.98, 0.875, 0.5, 0])
+    g, lam = 0.5, 2.0  # lo = (1/2.5)^2 = 0.16, hi = 4
+    expect = [1, 1, g * (1 / 0.5 - 0.5), g * (1 - 0.5), 0]
+    np.testing.assert_allclose(get_sp("mixture", gamma=g).v_star(ell, lam), expect)
+
+
+def test_bad_parameters_are_clear():
+    with pytest.raises(ConfigError, match="gamma"):
+        get_sp("mixture", gamma=-1)
+    with pytest.raises(ConfigError, match="0 < lambda < 1"):
+        get_sp("log").v_star([0.1], 2.0)
+    with pytest.raises(ConfigError, match="valid SP-regularizers"):
+        get_sp("nope")
+    assert {"hard", "linear", "mixture", "log", "polynomial"} <= set(REGISTRY.names())
+    with pytest.raises(FloatingPointError):
+        get_sp("linear").v_star([np.nan], 1.0)
