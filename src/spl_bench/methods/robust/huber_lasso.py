@@ -96,7 +96,7 @@ class HuberLasso(RegressorMixin, BaseEstimator):
         est = GeneralizedLinearEstimator(datafit=Huber(epsilon), penalty=L1(alpha), solver=solver)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ConvergenceWarning)
-            est.fit(np.ascontiguousarray(X), np.ascontiguousarray(y))
+            est.fit(np.require(X, requirements=["C", "W"]), np.require(y, requirements=["C", "W"]))
         self.converged_ = not any(issubclass(w.category, ConvergenceWarning) for w in caught)
         self.coef_ = np.asarray(est.coef_, dtype=float).ravel().copy()
         self.intercept_ = float(np.ravel(est.intercept_)[0]) if self.fit_intercept else 0.0

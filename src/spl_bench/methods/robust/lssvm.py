@@ -114,10 +114,11 @@ def suykens_weights(u: Array, c1: float = 2.5, c2: float = 3.0) -> Array:
     """Weights of the weighted LS-SVM (Suykens et al. 2002) for standardised residuals ``u``.
 
     ``1`` for ``|u| <= c1``, ``(c2 - |u|) / (c2 - c1)`` for ``c1 < |u| <= c2``,
-    ``1e-4`` beyond ``c2``.
+    ``1e-4`` beyond ``c2``; never below ``1e-4``, so no row gets weight zero.
     """
     a = np.abs(np.asarray(u, dtype=float))
-    return np.where(a <= c1, 1.0, np.where(a <= c2, (c2 - a) / (c2 - c1), MIN_WEIGHT))
+    w = np.where(a <= c1, 1.0, np.where(a <= c2, (c2 - a) / (c2 - c1), MIN_WEIGHT))
+    return np.maximum(w, MIN_WEIGHT)
 
 
 class LSSVMRegressor(RegressorMixin, BaseEstimator):
@@ -267,7 +268,7 @@ class ReLSSVMRegressor(LSSVMRegressor):
         gamma: float = 1.0,
         sigma: float = 1.0,
         kernel: str = "rbf",
-        theta: float = 0.5,
+        theta: float = 1.0,
         max_iter: int = 100,
     ) -> None:
         super().__init__(gamma=gamma, sigma=sigma, kernel=kernel)

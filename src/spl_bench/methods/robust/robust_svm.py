@@ -100,7 +100,10 @@ class RobustSVC(ClassifierMixin, BaseEstimator):
         check_classification_targets(y)
         self.classes_ = np.unique(y)
         if len(self.classes_) != 2:
-            raise DataError(f"RobustSVC is a binary classifier; got {len(self.classes_)} class(es)")
+            raise DataError(
+                "Only binary classification is supported. "
+                f"RobustSVC got {len(self.classes_)} class(es)."
+            )
         if self.gamma == "scale":
             var = float(X.var())
             self.gamma_ = 1.0 / (X.shape[1] * var) if var > 0 else 1.0
@@ -125,7 +128,8 @@ class RobustSVC(ClassifierMixin, BaseEstimator):
 
     def predict(self, X: ArrayLike) -> Array:
         """Label ``classes_[1]`` where ``f(x) >= 0``, else ``classes_[0]``."""
-        return self.classes_[(self.decision_function(X) >= 0).astype(int)]
+        f = self.decision_function(X)
+        return self.classes_[(f >= 0).astype(int)]
 
 
 class RobustSVMMethod(GridMethod):
