@@ -62,11 +62,11 @@ def check_age_linear(sp: SPRegularizer, rtol: float = 1e-9) -> None:
     v = np.linspace(0.0, 1.0, 11)
     ell = np.array([0.0, 0.05, 0.3, 0.9, 1.7, 4.0])
     for lam in (0.37, 2.9):
-        pen_ok = np.allclose(sp.penalty(v, lam), lam * sp.penalty(v, 1.0), rtol=rtol, atol=1e-12)
-        try:
+        try:  # an age outside the regularizer's range (LOG: lam < 1) also disqualifies it
+            pen_ok = np.allclose(sp.penalty(v, lam), lam * sp.penalty(v, 1.0), rtol=rtol, atol=1e-12)
             v_ok = np.allclose(sp.v_star(ell, lam), sp.v_star(ell / lam, 1.0), rtol=1e-7, atol=1e-9)
         except ConfigError:
-            v_ok = False
+            pen_ok = v_ok = False
         if not (pen_ok and v_ok):
             raise ConfigError(
                 f"MOSPL needs an SP-regularizer linear in the age, f(v, lam) = lam g(v) "
@@ -158,6 +158,12 @@ class MOSPLProblem:
         if not np.all(np.isfinite(F)):
             raise FloatingPointError("MOSPL objective is not finite")
         return F, V, L
+
+    def f1(self, G: Array, V: Array) -> Array:
+        """Weighted objective ``sum_i v_i ell_i + R`` of each genome at given weights ``V`` (``(p, n)``)."""
+        G = np.atleast_2d(np.asarray(G, dtype=float))
+        D, R = self.decision_and_reg(G)
+        return np.einsum("pi,pi->p", np.atleast_2d(V), self.losses_from_decision(D)) + R
 
     def evaluate(self, G: Array) -> Array:
         """Objectives ``[f1, f2]`` of each genome (the function NSGA-III minimises)."""
@@ -338,10 +344,11 @@ class MOSPL(SPLEstimator):
         )
         keep = non_dominated(res.F)
         G = res.X[keep]
-        # order by inverse age, decreasing: candidate 0 is the youngest, the last one lam = inf
-        order = np.argsort(-G[:, -1], kind="stable")
-        G = G[order]
+        # order along the front, f1 increasing (f2 decreasing): from the youngest point
+        # (few samples) to the oldest one (v = 1 when z = 0), the base class's default
         F, V, _ = prob.evaluate_full(G)
+        order = np.lexsort((-F[:, 1], F[:, 0]))
+        G, F, V = G[order], F[order], V[order]
 
         t0 = time.perf_counter()
         models: list[Params] = []
@@ -350,7 +357,7 @@ class MOSPL(SPLEstimator):
             params = prob.params(G[k])
             if self.refit:
                 params = model.fit_weighted(X, y, V[k], warm=params)
-                F_refit[k, 0] = model.objective(params, X, y, V[k])
+                F_refit[k, 0] = prob.f1(np.append(prob.theta(params), G[k, -1]), V[k])[0]
             models.append(params)
         refit_seconds = time.perf_counter() - t0
 

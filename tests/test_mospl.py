@@ -1,0 +1,241 @@
+"""MOSPL: objectives, Pareto filter, front properties, extreme points, reproducibility.
+
+Every numeric claim is checked against a computation that does not go through
+the vectorised MOSPL code: the models' own ``objective``/``losses``, the
+SP-regularizer's scalar ``v_star``, brute-force Pareto dominance, the exact
+weighted solver and ACS (GAGA Algorithm 1).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from spl_bench.errors import ConfigError
+from spl_bench.methods._moo_backends import geatpy_available, non_dominated
+from spl_bench.methods.acs import ACS
+from spl_bench.methods.mospl import MOSPL, MOSPLProblem, check_age_linear
+from spl_bench.models import get_model
+from spl_bench.sp import get_sp
+
+
+def brute_force_front(F: np.ndarray) -> set[int]:
+    """Indices not dominated by any row (first of exact duplicates), by the definition."""
+    keep = set()
+    for i in range(len(F)):
+        dominated = any(np.all(F[j] <= F[i]) and np.any(F[j] < F[i]) for j in range(len(F)))
+        dup_before = any(np.array_equal(F[j], F[i]) for j in range(i))
+        if not dominated and not dup_before:
+            keep.add(i)
+    return keep
+
+
+def small_regression(n: int = 40, d: int = 3, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    y = X @ rng.standard_normal(d) + 0.1 * rng.standard_normal(n)
+    bad = rng.choice(n, n // 5, replace=False)
+    y[bad] += 4.0 * rng.standard_normal(bad.size)
+    return X, y
+
+
+# ------------------------------------------------------------------ Pareto filter
+@settings(max_examples=60, deadline=None)
+@given(
+    arrays(np.float64, st.tuples(st.integers(1, 25), st.integers(2, 3)), elements=st.integers(-4, 4)),
+)
+def test_non_dominated_equals_definition(F):
+    assert set(non_dominated(F).tolist()) == brute_force_front(F)
+
+
+# ----------------------------------------------------------- age-linear regularizers
+@settings(max_examples=20, deadline=None)
+@given(st.floats(1.05, 3.0))
+def test_polynomial_is_age_linear(t):
+    check_age_linear(get_sp("polynomial", t=t))
+
+
+def test_age_linear_accepts_linear_and_hard_rejects_others():
+    check_age_linear(get_sp("linear"))
+    check_age_linear(get_sp("hard"))
+    for name in ("mixture", "log"):
+        with pytest.raises(ConfigError, match="linear in the age"):
+            check_age_linear(get_sp(name))
+
+
+# ----------------------------------------------------------------- objectives
+PROBLEMS = [
+    ("lasso", {"alpha": 0.02}, "linear", {}),
+    ("lasso", {"alpha": 0.02}, "polynomial", {"t": 1.35}),
+    ("logistic", {"C": 0.7}, "polynomial", {"t": 1.2}),
+    ("svm", {"C": 1.3, "gamma": 0.3}, "linear", {}),
+]
+
+
+def g_reference(sp_name: str, spp: dict, v: np.ndarray) -> np.ndarray:
+    """``g(v)`` written out: ``v^2/2 - v`` (linear), ``v^t/t - v`` (polynomial)."""
+    t = 2.0 if sp_name == "linear" else spp["t"]
+    return v**t / t - v
+
+
+@pytest.mark.parametrize(("model", "mp", "sp", "spp"), PROBLEMS)
+def test_objectives_match_model_objective_and_scalar_v_star(model, mp, sp, spp, cancer_small):
+    if model == "lasso":
+        X, y = small_regression(30, 4)
+    else:
+        X, y = cancer_small[0][:60, :5], cancer_small[1][:60]
+    m, reg = get_model(model, **mp), get_sp(sp, **spp)
+    prob = MOSPLProblem(m, reg, X, y)
+    rng = np.random.default_rng(3)
+    G = 0.3 * rng.standard_normal((7, prob.n_var))
+    G[:, -1] = [0.0, 0.05, 0.3, 1.0, 2.5, 10.0, 1e4]
+    F, V, _ = prob.evaluate_full(G)
+    for k, g in enumerate(G):
+        params = prob.params(g)
+        ell = m.losses(params, X, y)
+        v_ref = np.ones(len(y)) if g[-1] == 0 else reg.v_star(ell, 1.0 / g[-1])
+        np.testing.assert_allclose(V[k], v_ref, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(F[k, 0], m.objective(params, X, y, v_ref), rtol=1e-10)
+        np.testing.assert_allclose(F[k, 1], g_reference(sp, spp, v_ref).sum(), rtol=1e-10, atol=1e-12)
+        # theta -> Params -> theta is the identity
+        np.testing.assert_allclose(prob.theta(params), g[:-1], rtol=0, atol=1e-14)
+
+
+# ------------------------------------------------------------- fitted fronts
+@pytest.fixture(scope="module")
+def lasso_fit():
+    X, y = small_regression()
+    kw = {"model": "lasso", "model_params": {"alpha": 0.02}, "pop_size": 24, "n_gen": 60}
+    a = MOSPL(**kw, seed=5).fit(X, y)
+    b = MOSPL(**kw, seed=5).fit(X, y)
+    c = MOSPL(**kw, seed=6).fit(X, y)
+    return X, y, a, b, c
+
+
+def test_front_is_non_dominated_and_reproducible(lasso_fit):
+    X, y, a, b, c = lasso_fit
+    F = a.front_F_
+    assert len(F) >= 5
+    assert brute_force_front(F) == set(range(len(F)))
+    # and the refit front reports the model's own objective at the same v
+    for k, params in enumerate(a.candidate_models_):
+        f1 = a.model_.objective(params, X, y, a.front_v_[k])
+        assert a.front_F_refit_[k, 0] == pytest.approx(f1, rel=1e-12)
+        assert a.front_F_refit_[k, 1] == a.front_F_[k, 1]
+    # same seed: the same front, candidates and predictions; another seed: a different front
+    np.testing.assert_array_equal(a.front_genomes_, b.front_genomes_)
+    np.testing.assert_array_equal(a.predict_candidates(X), b.predict_candidates(X))
+    assert a.candidate_params_ == b.candidate_params_
+    assert a.front_genomes_.shape != c.front_genomes_.shape or not np.array_equal(
+        a.front_genomes_, c.front_genomes_
+    )
+
+
+def test_refit_is_exact_and_weakly_improves_f1(lasso_fit):
+    X, y, a, _, _ = lasso_fit
+    assert np.all(a.front_F_refit_[:, 0] <= a.front_F_[:, 0] + 1e-9 * np.abs(a.front_F_[:, 0]).max())
+    for k, params in enumerate(a.candidate_models_):
+        assert a.model_.kkt_violation(params, X, y, a.front_v_[k]) <= 1e-6
+
+
+def test_candidates_are_ordered_along_the_front(lasso_fit):
+    _, _, a, _, _ = lasso_fit
+    k = len(a.candidate_params_)
+    assert [c["pareto_index"] for c in a.candidate_params_] == list(range(k))
+    # along a front f1 increases while f2 decreases (older: more weight on the samples)
+    assert np.all(np.diff(a.front_F_[:, 0]) > 0) and np.all(np.diff(a.front_F_[:, 1]) < 0)
+    lam = np.array([np.inf if c["lam_equiv"] is None else c["lam_equiv"] for c in a.candidate_params_])
+    assert lam[-1] > lam[0]
+    assert a.selected_ == k - 1
+
+
+@pytest.mark.parametrize("sp", ["linear", "polynomial"])
+def test_extreme_points_match_spl_limits(sp):
+    """Random start; the front's ends are the lam -> inf (v = 1) and lam -> 0 (v = 0, w = 0) solutions."""
+    X, y = small_regression(30, 2, seed=1)
+    spp = {"t": 1.35} if sp == "polynomial" else {}
+    est = MOSPL(
+        model="lasso", model_params={"alpha": 0.02}, sp=sp, sp_params=spp,
+        pop_size=30, n_gen=150, init="random", lam_min=1e-6, seed=2,
+    ).fit(X, y)  # fmt: skip
+    m, reg = est.model_, get_sp(sp, **spp)
+    n = len(y)
+    w_inf = m.fit_weighted(X, y, np.ones(n))
+    f1_inf = m.objective(w_inf, X, y, np.ones(n))  # lam -> inf: v = 1, the plain lasso
+    f2_min = float(reg.penalty(np.ones(n), 1.0).sum())  # n (1/t - 1)
+    F, Fr = est.front_F_, est.front_F_refit_
+    # lam -> inf end (last candidate): f2 at its minimum, f1 at the plain lasso's objective
+    assert F[-1, 1] == pytest.approx(f2_min, rel=2e-3)
+    assert Fr[-1, 0] == pytest.approx(f1_inf, rel=2e-2)
+    np.testing.assert_allclose(est.candidate_models_[-1].coef, w_inf.coef, rtol=0, atol=0.05)
+    # lam -> 0 end (first candidate): (f1, f2) -> (R(0), g(0) n) = (0, 0)
+    assert 0 <= F[0, 0] <= 1e-2 * f1_inf
+    assert 0 >= F[0, 1] >= 1e-2 * f2_min
+    assert np.all(F[:, 0] >= -1e-12) and np.all(F[:, 1] >= f2_min - 1e-9)
+
+
+def test_front_approximates_acs_age_path():
+    """For each age the best scalarisation f1 + lam f2 on the front is at most ACS's value.
+
+    Up to 0.5 % of the range of f1 (a small NSGA-III budget does not reach the exact front).
+    """
+    X, y = small_regression(40, 3, seed=4)
+    mp = {"alpha": 0.02}
+    est = MOSPL(model="lasso", model_params=mp, pop_size=30, n_gen=80, seed=1).fit(X, y)
+    ages = [0.3, 1.0, 3.0, 10.0]
+    acs = ACS(model="lasso", model_params=mp, lam_grid=ages).fit(X, y)
+    reg = get_sp("linear")
+    f1_inf = est.front_F_refit_[-1, 0]  # the scale of f1: its value at v = 1
+    for k, lam in enumerate(ages):
+        v = acs.v_path_[k]
+        j_acs = acs.model_.objective(acs.candidate_models_[k], X, y, v) + reg.penalty(v, lam).sum()
+        j_front = np.min(est.front_F_refit_[:, 0] + lam * est.front_F_refit_[:, 1])
+        assert j_front <= j_acs + 5e-3 * f1_inf
+
+
+@pytest.mark.parametrize(("model", "mp"), [("logistic", {"C": 0.5}), ("svm", {"C": 1.0, "gamma": 0.1})])
+def test_classifiers_fit_and_refit_exactly(model, mp, cancer_small):
+    X, y = cancer_small[0][:80, :6], cancer_small[1][:80]
+    est = MOSPL(model=model, model_params=mp, sp="mixture", mixture_t=1.35, pop_size=12, n_gen=15).fit(X, y)
+    assert est.sp_.get_params() == {"t": 1.35}  # mixture runs use the polynomial regularizer
+    P = est.predict_candidates(X)
+    assert P.shape == (len(est.candidate_params_), len(y))
+    assert set(np.unique(P)) <= {-1.0, 1.0}
+    tol = 1e-5 if model == "svm" else 1e-6
+    for k, params in enumerate(est.candidate_models_):
+        if est.front_v_[k].any():
+            assert est.model_.kkt_violation(params, X, y, est.front_v_[k]) <= tol
+    info = est.run_info()
+    assert info["n_pareto"] == len(est.candidate_params_) and info["n_evals"] == 12 * 15
+
+
+# ---------------------------------------------------------------------- errors
+@pytest.mark.parametrize(
+    ("kw", "msg"),
+    [
+        ({"sp": "log"}, "linear in the age"),
+        ({"pop_size": 2}, "pop_size"),
+        ({"n_gen": 0}, "n_gen"),
+        ({"backend": "deap"}, "backend"),
+        ({"init": "zeros"}, "init"),
+        ({"lam_min": -1.0}, "lam_min"),
+        ({"ref_dirs": "grid"}, "ref_dirs"),
+    ],
+)
+def test_bad_settings_raise_config_error(kw, msg):
+    X, y = small_regression(12, 2)
+    with pytest.raises(ConfigError, match=msg):
+        MOSPL(model="lasso", pop_size=kw.pop("pop_size", 6), n_gen=kw.pop("n_gen", 2), **kw).fit(X, y)
+
+
+def test_geatpy_backend_needs_geatpy():
+    X, y = small_regression(12, 2)
+    est = MOSPL(model="lasso", pop_size=6, n_gen=2, backend="geatpy")
+    if geatpy_available():  # pragma: no cover - Python <= 3.10 with geatpy installed
+        assert len(est.fit(X, y).candidate_params_) >= 1
+    else:
+        with pytest.raises(ConfigError, match="geatpy"):
+            est.fit(X, y)
