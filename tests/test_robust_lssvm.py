@@ -184,13 +184,38 @@ def test_bad_parameters_raise_config_error() -> None:
 
 def test_methods_expose_the_grid_as_candidates() -> None:
     X, y, Xt, *_ = sinc_data(1, n=60, corrupt=0.3)
-    m = ReLSSVMMethod(gamma=[1.0, 10.0], sigma=0.5, theta=[0.3, 0.6]).fit(X, y)
+    m = ReLSSVMMethod(gamma=[1.0, 10.0], sigma=0.5, theta=[0.3, 0.6], sigma_units="absolute").fit(X, y)
     assert len(m.candidate_params_) == 4
     P = m.predict_candidates(Xt)
     for i, p in enumerate(m.candidate_params_):
         np.testing.assert_allclose(P[i], ReLSSVMRegressor(**p).fit(X, y).predict(Xt))
-    assert set(m.select(2).run_info()) >= {"n_candidates", "inlier_updates", "n_outliers"}
+    assert set(m.select(2).run_info()) >= {"n_candidates", "inlier_updates", "n_outliers", "n_fit_rows"}
     r = RLSSVMMethod(gamma=1.9, sigma=[0.5, 1.0]).fit(X, y)
     assert [p["sigma"] for p in r.candidate_params_] == [0.5, 1.0]
-    np.testing.assert_allclose(r.select(0).predict(Xt), RLSSVMRegressor(1.9, 0.5).fit(X, y).predict(Xt))
+    ref = RLSSVMRegressor(1.9, 0.5, sigma_units="scale").fit(X, y)
+    np.testing.assert_allclose(r.select(0).predict(Xt), ref.predict(Xt))
     assert LSSVMMethod().fit(X, y).predict_candidates(Xt).shape == (1, 300)
+
+
+def test_sigma_units_scale_is_a_rescaled_absolute_width() -> None:
+    rng = np.random.default_rng(6)
+    X = 3.0 * rng.standard_normal((50, 5))
+    y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(50)
+    s = np.sqrt(X.shape[1] * X.var())
+    a = LSSVMRegressor(gamma=2.0, sigma=0.7, sigma_units="scale").fit(X, y)
+    b = LSSVMRegressor(gamma=2.0, sigma=0.7 * s).fit(X, y)
+    np.testing.assert_allclose(a.predict(X), b.predict(X), atol=1e-10)
+    with pytest.raises(ConfigError, match="sigma_units"):
+        LSSVMRegressor(sigma_units="median").fit(X, y)
+
+
+def test_max_train_fits_every_candidate_on_one_subset() -> None:
+    X, y, Xt, *_ = sinc_data(2, n=100, corrupt=0.3)
+    m = LSSVMMethod(gamma=[1.0, 5.0], sigma=0.5, sigma_units="absolute", max_train=40, random_state=3)
+    m.fit(X, y)
+    assert m.run_info()["n_fit_rows"] == 40
+    rows = np.sort(np.random.default_rng(3).choice(100, 40, replace=False))
+    for i, p in enumerate(m.candidate_params_):
+        ref = LSSVMRegressor(**p).fit(X[rows], y[rows])
+        np.testing.assert_allclose(m.select(i).predict(Xt), ref.predict(Xt), atol=1e-10)
+    assert LSSVMMethod(max_train=None).fit(X, y).run_info()["n_fit_rows"] == 100

@@ -51,10 +51,13 @@ Array = np.ndarray
 MIN_WEIGHT = 1e-4
 
 
-def lssvm_kernel(A: Array, B: Array, kernel: str, sigma: float) -> Array:
-    """``K(A, B)``: RBF ``exp(-||a - b||^2 / (2 sigma^2))`` or linear ``a^T b``."""
+SIGMA_UNITS = ("absolute", "scale")
+
+
+def lssvm_kernel(A: Array, B: Array, kernel: str, sigma: float, scale: float = 1.0) -> Array:
+    """``K(A, B)``: RBF ``exp(-||a - b||^2 / (2 sigma^2 scale))`` or linear ``a^T b``."""
     if kernel == "rbf":
-        return rbf_kernel(A, B, gamma=1.0 / (2.0 * sigma**2))
+        return rbf_kernel(A, B, gamma=1.0 / (2.0 * sigma**2 * scale))
     if kernel == "linear":
         return linear_kernel(A, B)
     raise ConfigError(f"LS-SVM kernel must be 'rbf' or 'linear', got {kernel!r}")
@@ -129,15 +132,22 @@ class LSSVMRegressor(RegressorMixin, BaseEstimator):
     gamma : float
         Regularisation constant ``gamma`` of (LS) (larger fits the data more closely).
     sigma : float
-        RBF width: ``K(x, x') = exp(-||x - x'||^2 / (2 sigma^2))``.
+        RBF width: ``K(x, x') = exp(-||x - x'||^2 / (2 sigma^2 s))``.
     kernel : {"rbf", "linear"}
         Kernel; the linear LS-SVM is ridge regression with ``alpha = 1 / gamma``.
+    sigma_units : {"absolute", "scale"}
+        ``s = 1`` (absolute width) or ``s = n_features * Var(X_train)``, which makes
+        ``sigma`` scale-free like scikit-learn's ``gamma="scale"`` (which is
+        ``sigma = 1/sqrt(2)`` here).
     """
 
-    def __init__(self, gamma: float = 1.0, sigma: float = 1.0, kernel: str = "rbf") -> None:
+    def __init__(
+        self, gamma: float = 1.0, sigma: float = 1.0, kernel: str = "rbf", sigma_units: str = "absolute"
+    ) -> None:
         self.gamma = gamma
         self.sigma = sigma
         self.kernel = kernel
+        self.sigma_units = sigma_units
 
     # ------------------------------------------------------------ helpers
     def _check_params(self) -> tuple[float, float]:
@@ -145,10 +155,12 @@ class LSSVMRegressor(RegressorMixin, BaseEstimator):
         sigma = check_positive("LS-SVM sigma", self.sigma)
         if self.kernel not in ("rbf", "linear"):
             raise ConfigError(f"LS-SVM kernel must be 'rbf' or 'linear', got {self.kernel!r}")
+        if self.sigma_units not in SIGMA_UNITS:
+            raise ConfigError(f"LS-SVM sigma_units must be one of {SIGMA_UNITS}, got {self.sigma_units!r}")
         return gamma, sigma
 
     def _gram(self, A: Array, B: Array) -> Array:
-        return lssvm_kernel(A, B, self.kernel, float(self.sigma))
+        return lssvm_kernel(A, B, self.kernel, float(self.sigma), self.width_scale_)
 
     def _fit_weights(self, K: Array, y: Array, v: Array | None) -> Array:
         """Solve the weighted system, store ``dual_coef_``/``intercept_``; return training fit."""
@@ -166,6 +178,8 @@ class LSSVMRegressor(RegressorMixin, BaseEstimator):
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
         y = np.asarray(y, dtype=float)
         self.X_fit_ = X
+        var = float(X.var())
+        self.width_scale_ = X.shape[1] * var if self.sigma_units == "scale" and var > 0 else 1.0
         K = self._gram(X, X)
         self.sample_weight_ = np.ones(len(y))
         f = self._fit_weights(K, y, None)
@@ -191,7 +205,7 @@ class RLSSVMRegressor(LSSVMRegressor):
 
     Parameters
     ----------
-    gamma, sigma, kernel
+    gamma, sigma, kernel, sigma_units
         As :class:`LSSVMRegressor` (Table 7's ``gamma_1`` and ``sigma``).
     h_fraction : float in (0, 1]
         Fraction of smallest squared residuals the LTS scale keeps (0.5: highest breakdown).
@@ -208,13 +222,14 @@ class RLSSVMRegressor(LSSVMRegressor):
         gamma: float = 1.0,
         sigma: float = 1.0,
         kernel: str = "rbf",
+        sigma_units: str = "absolute",
         h_fraction: float = 0.5,
         c1: float = 2.5,
         c2: float = 3.0,
         max_iter: int = 20,
         tol: float = 1e-6,
     ) -> None:
-        super().__init__(gamma=gamma, sigma=sigma, kernel=kernel)
+        super().__init__(gamma=gamma, sigma=sigma, kernel=kernel, sigma_units=sigma_units)
         self.h_fraction = h_fraction
         self.c1 = c1
         self.c2 = c2
@@ -255,7 +270,7 @@ class ReLSSVMRegressor(LSSVMRegressor):
 
     Parameters
     ----------
-    gamma, sigma, kernel
+    gamma, sigma, kernel, sigma_units
         As :class:`LSSVMRegressor` (Table 7's ``gamma_2``).
     theta : float
         Truncation point: a residual beyond ``theta`` costs ``theta^2`` (Table 7's ``theta``).
@@ -268,10 +283,11 @@ class ReLSSVMRegressor(LSSVMRegressor):
         gamma: float = 1.0,
         sigma: float = 1.0,
         kernel: str = "rbf",
+        sigma_units: str = "absolute",
         theta: float = 1.0,
         max_iter: int = 100,
     ) -> None:
-        super().__init__(gamma=gamma, sigma=sigma, kernel=kernel)
+        super().__init__(gamma=gamma, sigma=sigma, kernel=kernel, sigma_units=sigma_units)
         self.theta = theta
         self.max_iter = max_iter
 
@@ -307,15 +323,36 @@ class ReLSSVMRegressor(LSSVMRegressor):
 
 # ----------------------------------------------------------------- runner adapters
 class _LSSVMMethodBase(GridMethod):
+    """Common part of the LS-SVM adapters: fixed keywords and the training-size cap.
+
+    An LS-SVM costs ``O(n^2)`` memory and ``O(n^3)`` time per solve, so with
+    ``max_train`` set, every candidate is fitted on the same random subset of at
+    most ``max_train`` training rows (drawn with ``random_state``).
+    """
+
     grid_names: tuple[str, ...] = ("gamma", "sigma")
     task = "regression"
     estimator_class: type[LSSVMRegressor] = LSSVMRegressor
-
-    def fixed_params(self) -> dict[str, Any]:
-        return {"kernel": self.kernel}
+    fixed_names: tuple[str, ...] = ("kernel", "sigma_units")
 
     def make_estimator(self, **params: Any) -> LSSVMRegressor:
-        return self.estimator_class(**self.fixed_params(), **params)
+        fixed = {name: getattr(self, name) for name in self.fixed_names}
+        return self.estimator_class(**fixed, **params)
+
+    def _fit(self, X: Array, y: Array) -> None:
+        n = len(y)
+        self.n_fit_rows_ = n
+        if self.max_train is not None and n > int(self.max_train):
+            if int(self.max_train) < 2:
+                raise ConfigError(f"max_train must be at least 2, got {self.max_train!r}")
+            rng = np.random.default_rng(self.random_state)
+            rows = np.sort(rng.choice(n, int(self.max_train), replace=False))
+            X, y = X[rows], y[rows]
+            self.n_fit_rows_ = len(rows)
+        super()._fit(X, y)
+
+    def run_info(self) -> dict[str, Any]:
+        return {**super().run_info(), "n_fit_rows": int(self.n_fit_rows_)}
 
 
 class LSSVMMethod(_LSSVMMethodBase):
@@ -330,17 +367,24 @@ class LSSVMMethod(_LSSVMMethodBase):
         gamma: float | list[float] = (1.0,),
         sigma: float | list[float] = (1.0,),
         kernel: str = "rbf",
+        sigma_units: str = "scale",
+        max_train: int | None = 3000,
+        random_state: int = 0,
     ) -> None:
         super().__init__(model=model, model_params=model_params, sp=sp, sp_params=sp_params)
         self.gamma = gamma
         self.sigma = sigma
         self.kernel = kernel
+        self.sigma_units = sigma_units
+        self.max_train = max_train
+        self.random_state = random_state
 
 
 class RLSSVMMethod(_LSSVMMethodBase):
     """Runner adapter: :class:`RLSSVMRegressor`, one candidate per ``(gamma, sigma)``."""
 
     estimator_class = RLSSVMRegressor
+    fixed_names = ("kernel", "sigma_units", "h_fraction", "c1", "c2", "max_iter")
 
     def __init__(
         self,
@@ -351,28 +395,25 @@ class RLSSVMMethod(_LSSVMMethodBase):
         gamma: float | list[float] = (1.7, 1.8, 1.9),
         sigma: float | list[float] = (0.5, 0.7, 0.8, 1.0),
         kernel: str = "rbf",
+        sigma_units: str = "scale",
         h_fraction: float = 0.5,
         c1: float = 2.5,
         c2: float = 3.0,
         max_iter: int = 20,
+        max_train: int | None = 3000,
+        random_state: int = 0,
     ) -> None:
         super().__init__(model=model, model_params=model_params, sp=sp, sp_params=sp_params)
         self.gamma = gamma
         self.sigma = sigma
         self.kernel = kernel
+        self.sigma_units = sigma_units
         self.h_fraction = h_fraction
         self.c1 = c1
         self.c2 = c2
         self.max_iter = max_iter
-
-    def fixed_params(self) -> dict[str, Any]:
-        return {
-            "kernel": self.kernel,
-            "h_fraction": self.h_fraction,
-            "c1": self.c1,
-            "c2": self.c2,
-            "max_iter": self.max_iter,
-        }
+        self.max_train = max_train
+        self.random_state = random_state
 
     def run_info(self) -> dict[str, Any]:
         est = self.candidate_models_[self.selected_]
@@ -384,6 +425,7 @@ class ReLSSVMMethod(_LSSVMMethodBase):
 
     grid_names = ("gamma", "sigma", "theta")
     estimator_class = ReLSSVMRegressor
+    fixed_names = ("kernel", "sigma_units", "max_iter")
 
     def __init__(
         self,
@@ -392,20 +434,23 @@ class ReLSSVMMethod(_LSSVMMethodBase):
         sp: str = "linear",
         sp_params: dict[str, Any] | None = None,
         gamma: float | list[float] = (1.7, 1.8, 1.9),
-        sigma: float | list[float] = (1.0,),
+        sigma: float | list[float] = (0.7,),
         theta: float | list[float] = (0.2, 0.4, 0.6, 0.8),
         kernel: str = "rbf",
+        sigma_units: str = "scale",
         max_iter: int = 100,
+        max_train: int | None = 3000,
+        random_state: int = 0,
     ) -> None:
         super().__init__(model=model, model_params=model_params, sp=sp, sp_params=sp_params)
         self.gamma = gamma
         self.sigma = sigma
         self.theta = theta
         self.kernel = kernel
+        self.sigma_units = sigma_units
         self.max_iter = max_iter
-
-    def fixed_params(self) -> dict[str, Any]:
-        return {"kernel": self.kernel, "max_iter": self.max_iter}
+        self.max_train = max_train
+        self.random_state = random_state
 
     def run_info(self) -> dict[str, Any]:
         est = self.candidate_models_[self.selected_]
