@@ -79,7 +79,7 @@ def print_tables(summary: pd.DataFrame, console: Console | None = None) -> None:
     console = console or Console()
     table = paper_table(summary)
     constant = [k for k in ROW_KEYS if table[k].nunique(dropna=False) == 1]
-    title = ", ".join(f"{k}={table[k].iloc[0]}" for k in constant)
+    title = "\n".join(f"{k}: {table[k].iloc[0]}" for k in constant)
     table = table.drop(columns=constant)
     rt = Table(title=f"mean ± std over runs (accuracy ↑, gen_error ↓)\n{title}")
     for c in table.columns:
