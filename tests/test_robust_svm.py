@@ -115,6 +115,19 @@ def test_labels_errors_and_parameters() -> None:
         RobustSVC(mu=0.5).fit(X, y)
     with pytest.raises(ConfigError, match="C"):
         RobustSVC(C=0).fit(X, y)
+    with pytest.raises(ConfigError, match="gamma_units"):
+        RobustSVC(gamma_units="median").fit(X, y)
+
+
+def test_gamma_units_scale_divides_by_feature_variance() -> None:
+    X, y, _ = two_blobs(6, n=60, flip=0.2)
+    X = 4.0 * X
+    s = X.shape[1] * X.var()
+    a = RobustSVC(C=1.0, gamma=0.5, mu=0.1, gamma_units="scale").fit(X, y)
+    b = RobustSVC(C=1.0, gamma=0.5 / s, mu=0.1).fit(X, y)
+    c = RobustSVC(C=1.0, gamma="scale", mu=0.1).fit(X, y)
+    np.testing.assert_allclose(a.decision_function(X), b.decision_function(X), atol=1e-8)
+    assert c.gamma_ == pytest.approx(1.0 / s)
 
 
 def test_method_grid_takes_svm_model_params() -> None:

@@ -56,8 +56,10 @@ class RobustSVC(ClassifierMixin, BaseEstimator):
     C : float
         Box constraint of the SVM dual.
     gamma : float or "scale"
-        RBF width, ``K(x, x') = exp(-gamma ||x - x'||^2)`` (GAGA section 5);
-        ``"scale"`` is ``1 / (n_features Var X)`` as in scikit-learn.
+        RBF width, ``K(x, x') = exp(-gamma ||x - x'||^2 / s)`` (GAGA section 5 with ``s = 1``);
+        ``"scale"`` is ``gamma = 1`` with ``s = n_features Var X`` (scikit-learn's ``"scale"``).
+    gamma_units : {"absolute", "scale"}
+        ``s = 1`` or ``s = n_features Var(X_train)`` (scale-free ``gamma``).
     mu : float in [0, 0.5)
         Assumed label-flip probability; ``0`` gives the plain SVM.
     kernel : {"rbf", "linear"}
@@ -72,12 +74,14 @@ class RobustSVC(ClassifierMixin, BaseEstimator):
         gamma: float | str = "scale",
         mu: float = 0.1,
         kernel: str = "rbf",
+        gamma_units: str = "absolute",
         tol: float = 1e-6,
     ) -> None:
         self.C = C
         self.gamma = gamma
         self.mu = mu
         self.kernel = kernel
+        self.gamma_units = gamma_units
         self.tol = tol
 
     def __sklearn_tags__(self) -> Any:
@@ -104,11 +108,15 @@ class RobustSVC(ClassifierMixin, BaseEstimator):
                 "Only binary classification is supported. "
                 f"RobustSVC got {len(self.classes_)} class(es)."
             )
+        if self.gamma_units not in ("absolute", "scale"):
+            raise ConfigError(f"robust_svm gamma_units must be 'absolute' or 'scale', got {self.gamma_units!r}")
+        var = float(X.var())
+        s = X.shape[1] * var if var > 0 else 1.0
         if self.gamma == "scale":
-            var = float(X.var())
-            self.gamma_ = 1.0 / (X.shape[1] * var) if var > 0 else 1.0
+            self.gamma_ = 1.0 / s
         else:
-            self.gamma_ = check_positive("robust_svm gamma", self.gamma)
+            g = check_positive("robust_svm gamma", self.gamma)
+            self.gamma_ = g / s if self.gamma_units == "scale" else g
         t = np.where(y == self.classes_[1], 1.0, -1.0)
         self.shrink_ = 1.0 - 4.0 * mu * (1.0 - mu)
         K = flip_correction(self._kernel(X, X), mu)
@@ -135,7 +143,8 @@ class RobustSVC(ClassifierMixin, BaseEstimator):
 class RobustSVMMethod(GridMethod):
     """Runner adapter: one :class:`RobustSVC` per ``(C, gamma, mu)`` of the grid.
 
-    ``C=None`` / ``gamma=None`` take the SVM model's ``model_params``; ``sp`` is ignored.
+    ``C=None`` / ``gamma=None`` take the SVM model's ``model_params`` (``gamma`` then
+    in the model's absolute units); ``sp`` is ignored.
     Labels are the protocol's -1 / +1, so predictions are -1 / +1.
     """
 
@@ -153,12 +162,14 @@ class RobustSVMMethod(GridMethod):
         gamma: float | str | list[float] | None = None,
         mu: float | list[float] = (0.05, 0.1, 0.2, 0.3),
         kernel: str = "rbf",
+        gamma_units: str = "absolute",
     ) -> None:
         super().__init__(model=model, model_params=model_params, sp=sp, sp_params=sp_params)
         self.C = C
         self.gamma = gamma
         self.mu = mu
         self.kernel = kernel
+        self.gamma_units = gamma_units
 
     def default_value(self, name: str) -> Any:
         mp = self.model_params or {}
@@ -169,4 +180,4 @@ class RobustSVMMethod(GridMethod):
         return super().default_value(name)
 
     def make_estimator(self, **params: Any) -> RobustSVC:
-        return RobustSVC(kernel=self.kernel, **params)
+        return RobustSVC(kernel=self.kernel, gamma_units=self.gamma_units, **params)
