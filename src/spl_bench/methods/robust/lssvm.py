@@ -435,7 +435,7 @@ class ReLSSVMMethod(_LSSVMMethodBase):
         sp_params: dict[str, Any] | None = None,
         gamma: float | list[float] = (1.7, 1.8, 1.9),
         sigma: float | list[float] = (0.7,),
-        theta: float | list[float] = (0.2, 0.4, 0.6, 0.8),
+        theta: float | list[float] = (0.2, 0.4, 0.6, 0.8, 1.0),
         kernel: str = "rbf",
         sigma_units: str = "scale",
         max_iter: int = 100,
