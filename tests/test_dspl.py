@@ -186,3 +186,22 @@ def test_dask_and_serial_backends_give_the_same_model(dask_cluster):
 def test_serial_backend_is_in_process():
     be = SerialBackend()
     assert be.gather(be.map(lambda a, b=0: a + b, [1, 2], b=3)) == [4, 5]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("k", [4, 9])
+def test_table2_setting_dspl_recovers_and_matches_centralised_spl(k):
+    # DSPL Table 2 setting (k of 10 batches 90 % corrupted, the others 10 %), reduced size
+    from spl_bench.data.synthetic import corrupted_batch_rates
+    from spl_bench.methods.robust_regression import spl_hard_path
+
+    for seed in range(3):
+        rates = corrupted_batch_rates(10, k, rng=seed)
+        d = make_dspl_regression(500, 20, list(rates), rng=100 + seed)
+        res = dspl_solve(d.batches())
+        err = np.linalg.norm(res.z - d.w_star)
+        ols = np.linalg.lstsq(d.X, d.y, rcond=None)[0]
+        assert err < 0.1 and err < 0.2 * np.linalg.norm(ols - d.w_star)
+        # same partial optimum as centralised SPL run with the same schedule
+        ws, _, _, _ = spl_hard_path(d.X, d.y, lam0=0.1, tau=1.0, mu=1.1)
+        assert np.linalg.norm(ws[-1] - res.z) < 1e-5
