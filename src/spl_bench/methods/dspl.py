@@ -120,6 +120,27 @@ def _v_changes(v_old: Array, v_new: Array) -> float:
 # =====================================================================================
 
 
+@dataclass
+class Sharded:
+    """Per-batch values held on Dask workers, one future (a list) per worker."""
+
+    futures: list[Any]
+    index: list[list[int]]
+    workers: list[str]
+
+    def __len__(self) -> int:
+        return sum(len(ix) for ix in self.index)
+
+
+def _as_list(*items: Any) -> list[Any]:
+    return list(items)
+
+
+def _apply_shard(fn: Callable[..., Any], n: int, kwargs: dict[str, Any], *cols: Sequence[Any]) -> list[Any]:
+    """Apply ``fn`` to the ``n`` batches of one shard (runs on the worker)."""
+    return [fn(*(col[j] for col in cols), **kwargs) for j in range(n)]
+
+
 class SerialBackend:
     """Run the per-batch functions in this process, one batch after the other."""
 
@@ -193,23 +214,63 @@ class DaskBackend:
             )
             self.client = Client(self._cluster)
 
-    def scatter(self, items: Sequence[Any]) -> list[Any]:
-        # one future per batch, spread over the workers; the data never move again
-        return list(self.client.scatter(list(items), hash=False))
+    def _workers(self) -> list[str]:
+        workers = sorted(self.client.scheduler_info()["workers"])
+        if not workers:
+            raise ConfigError("the Dask cluster has no workers")
+        return workers
 
-    def map(self, fn: Callable[..., Any], *iterables: Iterable[Any], **kwargs: Any) -> list[Any]:
-        lists = [list(it) for it in iterables]
-        if len({len(x) for x in lists}) > 1:
-            raise ValueError("DaskBackend.map: iterables of different lengths")
-        return list(self.client.map(fn, *lists, pure=False, **kwargs))
+    def scatter(self, items: Sequence[Any]) -> Sharded:
+        """Send the batches once: batch ``i`` goes to worker ``i mod k`` and stays there.
 
-    def gather(self, handles: Sequence[Any]) -> list[Any]:
-        return list(self.client.gather(list(handles)))
+        The batches of one worker form a *shard*: a list held on that worker, so that each
+        later :meth:`map` is one task per worker, not one per batch.
+        """
+        workers = self._workers()
+        m = len(items)
+        k = min(len(workers), m)
+        index = [list(range(s, m, k)) for s in range(k)]
+        futures = []
+        for ix, w in zip(index, workers, strict=False):
+            parts = self.client.scatter([items[i] for i in ix], workers=[w], hash=False)
+            futures.append(self.client.submit(_as_list, *parts, workers=[w], pure=False))
+        return Sharded(futures=futures, index=index, workers=workers[:k])
 
-    def wait(self, handles: Sequence[Any]) -> None:
+    def map(self, fn: Callable[..., Any], *iterables: Any, **kwargs: Any) -> Sharded:
+        """``fn`` on every batch: one task per shard, on the worker that holds the shard."""
+        sh = next((it for it in iterables if isinstance(it, Sharded)), None)
+        if sh is None:
+            raise ValueError("DaskBackend.map needs at least one scattered (sharded) argument")
+        cols_by_arg = []
+        for it in iterables:
+            if isinstance(it, Sharded):
+                if it.index != sh.index:
+                    raise ValueError("DaskBackend.map: arguments sharded differently")
+                cols_by_arg.append(it.futures)
+            else:
+                values = list(it)
+                if len(values) != len(sh):
+                    raise ValueError("DaskBackend.map: iterables of different lengths")
+                cols_by_arg.append([[values[i] for i in ix] for ix in sh.index])
+        futures = [
+            self.client.submit(_apply_shard, fn, len(ix), kwargs, *(col[s] for col in cols_by_arg),
+                               workers=[sh.workers[s]], pure=False)
+            for s, ix in enumerate(sh.index)
+        ]
+        return Sharded(futures=futures, index=sh.index, workers=sh.workers)
+
+    def gather(self, handles: Sharded) -> list[Any]:
+        """The per-batch results, in batch order."""
+        out: list[Any] = [None] * len(handles)
+        for ix, part in zip(handles.index, self.client.gather(handles.futures), strict=True):
+            for i, value in zip(ix, part, strict=True):
+                out[i] = value
+        return out
+
+    def wait(self, handles: Sharded) -> None:
         from dask.distributed import wait
 
-        wait(list(handles))
+        wait(handles.futures)
 
     def n_workers(self) -> int:
         return len(self.client.scheduler_info()["workers"])
