@@ -226,7 +226,7 @@ class RLSSVMRegressor(LSSVMRegressor):
         h_fraction: float = 0.5,
         c1: float = 2.5,
         c2: float = 3.0,
-        max_iter: int = 20,
+        max_iter: int = 10,
         tol: float = 1e-6,
     ) -> None:
         super().__init__(gamma=gamma, sigma=sigma, kernel=kernel, sigma_units=sigma_units)
@@ -368,7 +368,7 @@ class LSSVMMethod(_LSSVMMethodBase):
         sigma: float | list[float] = (1.0,),
         kernel: str = "rbf",
         sigma_units: str = "scale",
-        max_train: int | None = 3000,
+        max_train: int | None = 2000,
         random_state: int = 0,
     ) -> None:
         super().__init__(model=model, model_params=model_params, sp=sp, sp_params=sp_params)
@@ -399,8 +399,8 @@ class RLSSVMMethod(_LSSVMMethodBase):
         h_fraction: float = 0.5,
         c1: float = 2.5,
         c2: float = 3.0,
-        max_iter: int = 20,
-        max_train: int | None = 3000,
+        max_iter: int = 10,
+        max_train: int | None = 2000,
         random_state: int = 0,
     ) -> None:
         super().__init__(model=model, model_params=model_params, sp=sp, sp_params=sp_params)
@@ -417,7 +417,11 @@ class RLSSVMMethod(_LSSVMMethodBase):
 
     def run_info(self) -> dict[str, Any]:
         est = self.candidate_models_[self.selected_]
-        return {**super().run_info(), "reweight_iters": int(est.n_iter_)}
+        return {
+            **super().run_info(),
+            "reweight_iters": int(est.n_iter_),
+            "reweight_converged": bool(est.converged_),
+        }
 
 
 class ReLSSVMMethod(_LSSVMMethodBase):
@@ -439,7 +443,7 @@ class ReLSSVMMethod(_LSSVMMethodBase):
         kernel: str = "rbf",
         sigma_units: str = "scale",
         max_iter: int = 100,
-        max_train: int | None = 3000,
+        max_train: int | None = 2000,
         random_state: int = 0,
     ) -> None:
         super().__init__(model=model, model_params=model_params, sp=sp, sp_params=sp_params)
