@@ -101,6 +101,7 @@ def test_lts_scale_is_consistent_and_robust() -> None:
     assert r.std() > 100 * expected
 
 
+@settings(max_examples=50, deadline=None)
 @given(u=st.lists(st.floats(-10, 10), min_size=2, max_size=30))
 def test_suykens_weights_in_unit_interval_and_nonincreasing(u: list[float]) -> None:
     a = np.sort(np.abs(np.array(u)))
