@@ -47,14 +47,14 @@ Array = NDArray[np.float64]
 class EngineOptions:
     """Numerical settings of the engine."""
 
-    rtol: float = 1e-10
-    atol: float = 1e-12
+    rtol: float = 1e-7
+    atol: float = 1e-9
     max_step: float = 0.25
     delta: float = 1e-6  # relative offset of a warm start after a jump point
     newton_tol: float = 1e-12  # relative residual of F
     event_tol: float = 1e-10  # relative tolerance of an event function
     max_events: int = 200_000
-    acs_tol: float = 1e-9
+    acs_tol: float = 1e-7
     acs_max_iter: int = 2000
 
 
@@ -183,24 +183,35 @@ class _Tracker:
     def warm_start(self, lam: float, params: Params) -> bool:
         """ACS from ``params`` at ``lam`` (GAGA Algorithm 2, line 8), then polish.
 
-        Returns whether the result is a partial optimum to the Newton tolerance.
+        ACS runs to convergence of ``v`` (``acs_tol``), then Newton on ``F = 0`` with
+        set re-assignment makes the point exact.  Returns whether the result is a
+        partial optimum from which the path can be followed (no index sitting on a
+        boundary that it leaves at once).
         """
+        self.n_restarts += 1
         p, _, _, _ = acs_solve(self.model, self.sp, self.X, self.y, lam, params,
                                tol=self.o.acs_tol, max_iter=self.o.acs_max_iter)
         self.sys.init_from(p, lam)
         res = self.polish(lam)
-        self.n_restarts += 1
-        return res <= 1e3 * self.o.newton_tol and self.sys.consistent(lam, self.o.event_tol).size == 0
+        ok = res <= 1e3 * self.o.newton_tol and self.sys.consistent(lam, self.o.event_tol).size == 0
+        return ok and self.can_continue(lam)
+
+    def can_continue(self, lam: float) -> bool:
+        """Every event function stays >= 0 a small step ``eps`` after ``lam``."""
+        sysm = self.sys
+        theta = sysm.theta()
+        eps = 1e-7 * max(1.0, lam)
+        d = self.rhs(lam, np.append(theta, 0.0))[:-1]
+        h_after = sysm.events(theta + eps * d, lam + eps)
+        return bool(np.all(h_after >= -1e-3 * eps * sysm.event_scale(lam + eps)))
 
     # ----------------------------------------------------------------- main
     def run(self, lam_min: float, lam_max: float, init: Params | None) -> None:
         o = self.o
         if init is None:
             init = self.model.fit_weighted(self.X, self.y, np.ones(len(self.y)))
-        p, _, _, _ = acs_solve(self.model, self.sp, self.X, self.y, lam_min, init,
-                               tol=o.acs_tol, max_iter=o.acs_max_iter)
-        self.sys.init_from(p, lam_min)
-        self.polish(lam_min)
+        self.warm_start(lam_min, init)
+        self.n_restarts = 0
         self.record(lam_min, "start")
         lam = lam_min
         last_event = -np.inf
@@ -247,16 +258,17 @@ class _Tracker:
                     hs = sysm.events(th, s)
                     return float(np.min(hs[_c] + o.event_tol * sysm.event_scale(s)[_c]))
 
-                if H(t_prev) < 0:  # already violated at the step start
-                    t_star = t_prev
-                else:
-                    t_star = brentq(H, t_prev, t1, xtol=1e-14 * max(1.0, t1), rtol=1e-15)
-                theta, _ = self.newton(dense(t_star)[:-1], t_star)
-                sysm.set_theta(theta)
-                self.rhs(t_star, np.append(theta, 0.0))
-                if sign0 != 0 and self.last_sign != sign0:
-                    return self.fold(t_prev, t_star, dense, sign0)
-                return self.event(t_star, lam_max, bad)
+                if H(t1) < 0:  # a real crossing (not drift of the raw ODE solution)
+                    if H(t_prev) < 0:  # already violated at the step start
+                        t_star = t_prev
+                    else:
+                        t_star = brentq(H, t_prev, t1, xtol=1e-14 * max(1.0, t1), rtol=1e-15)
+                    theta, _ = self.newton(dense(t_star)[:-1], t_star)
+                    sysm.set_theta(theta)
+                    self.rhs(t_star, np.append(theta, 0.0))
+                    if sign0 != 0 and self.last_sign != sign0:
+                        return self.fold(t_prev, t_star, dense, sign0)
+                    return self.event(t_star, lam_max, bad)
             # regular step: record the Newton-projected point
             theta, _ = self.newton(y1[:-1].copy(), t1)
             sysm.set_theta(theta)
@@ -305,16 +317,34 @@ class _Tracker:
         d_old = sysm.full_derivative(self.rhs(lam, np.append(theta, 0.0))[:-1])
         moves = sysm.move(fire, lam)
         self.record(lam, "critical", deriv=d_old)  # values with exact zeros where indices left
-        # continuation check: F still holds, and every event function is >= 0 just after lam
-        theta, res = self.newton(sysm.theta(), lam)
-        ok = res <= 1e3 * o.newton_tol
-        if ok:
+        # continuation check: F still holds with the new sets, and the event functions of the
+        # moved indices are >= 0 just after lam.  Indices sitting on their boundary at lam that
+        # would leave it at once crossed at the same age: move them too.
+        moved = set(int(q) for q in fire)
+        ok = False
+        for _ in range(10):
+            theta, res = self.newton(sysm.theta(), lam)
+            if res > 1e3 * o.newton_tol:
+                break
             sysm.set_theta(theta)
-            d = self.rhs(lam, np.append(theta, 0.0))[:-1]
             eps = 1e-7 * max(1.0, lam)
-            if lam + eps < lam_max:
-                h_after = sysm.events(theta + eps * d, lam + eps)
-                ok = bool(np.all(h_after >= -1e-3 * eps * sysm.event_scale(lam + eps)))
+            if lam + eps >= lam_max:
+                ok = True
+                break
+            d = self.rhs(lam, np.append(theta, 0.0))[:-1]
+            h0 = sysm.events(theta, lam)
+            h_after = sysm.events(theta + eps * d, lam + eps)
+            sc = sysm.event_scale(lam + eps)
+            fail = np.flatnonzero(h_after < -1e-3 * eps * sc)
+            if fail.size == 0:
+                ok = True
+                break
+            at_bound = h0[fail] <= 1e3 * o.event_tol * sc[fail]
+            new = [int(q) for q in fail[at_bound] if int(q) not in moved]
+            if not np.all(at_bound) or not new:
+                break
+            moved.update(new)
+            moves += sysm.move(np.array(new), lam)
         if ok:
             self.events.append({"lam": float(lam), "kind": "turning", "moves": moves})
             self.seg += 1
@@ -332,7 +362,7 @@ class _Tracker:
         self.events.append({"lam": float(lam), "kind": "jump", "moves": moves, "reason": reason})
         self.seg += 1
         # ACS converges slowly next to a fold of the path: move further away if it fails
-        for mult in (1.0, 10.0, 100.0, 1000.0):
+        for mult in (1.0, 10.0, 100.0, 1000.0, 1e4):
             new_lam = lam + mult * o.delta * max(1.0, lam)
             if self.warm_start(new_lam, before):
                 break
