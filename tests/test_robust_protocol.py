@@ -21,10 +21,10 @@ def linear_dataset(n: int = 300, d: int = 8) -> Dataset:
 
 def test_huber_lasso_and_rlssvm_beat_the_lasso_in_the_protocol() -> None:
     ds = linear_dataset()
-    protocol = ProtocolConfig(n_runs=2)
+    protocol = ProtocolConfig(n_runs=1)
     noise = NoiseConfig(kind="dspl_uniform", rate=0.3)
     err = {"lasso": [], "huber": [], "rlssvm": []}
-    for run in range(2):
+    for run in range(1):
         makers = {
             "lasso": lambda: Original(model="lasso", model_params={"alpha": 0.01}),
             "huber": lambda: HuberLassoMethod(model="lasso", alpha=[0.001, 0.01], epsilon=[0.1, 0.3]),
