@@ -1,0 +1,592 @@
+"""The outlier-path homotopy for the robust SVM (Suzumura et al., ICML 2014).
+
+Problem (eq. 1-2): ``min_f ||f||_H^2 / 2 + C sum_i ell(y_i f(x_i); theta, s)`` with
+``f(x) = sum_j a_j y_j K(x_j, x) + b`` and the ramp-like loss
+
+    ell(z; theta, s) = [1 - z]_+      if z >= s,
+                       1 - theta z - s if z < s.
+
+OP-theta fixes ``s = 0`` and moves ``theta`` from 1 to 0; OP-s fixes ``theta = 0``
+and moves ``s`` from ``min_i y_i f(x_i)`` up to 0 (Algorithm 1).
+
+Every point carries a *state* (section 4.2 and appendix C, eq. 15):
+
+====  ======================================  =======================
+R     inlier, margin ``m_i > 1``                ``a_i = 0``
+E     inlier, ``m_i = 1``                       ``0 <= a_i <= C``
+L     inlier, ``s < m_i < 1``                   ``a_i = C``
+IB    inlier on the boundary ``m_i = s``        ``a_i >= C``      (I')
+OB    outlier on the boundary ``m_i = s``       ``a_i <= C theta`` (O')
+OO    outlier, ``m_i < s``                      ``a_i = C theta`` (O'')
+F     forced during a D-step (the swapped set)  ``a_i`` moved linearly
+====  ======================================  =======================
+
+The *active* points (E, IB, OB) solve the linear system (11) / appendix C
+together with the intercept ``b`` and the equality ``sum_i a_i y_i = 0``; all
+other coefficients are fixed.  Both the C-step (parameter theta) and the D-step
+(parameter mu of appendix C, run here as ``tau = 1 - mu``) are one scalar
+homotopy in which the fixed coefficients move linearly, so one event-driven
+engine (:class:`_Engine`) traces both.
+
+Choices where the paper is silent (see ``docs/outlier_path.md``): the decision
+function has an unpenalised intercept ``b`` (as scikit-learn's SVC and Hastie et
+al.'s SVM path); Algorithm 1 step 2 is read as ``I = {m_i >= s}``,
+``O = {m_i < s}`` (the printed inequalities are swapped); the objective compared
+across partitions (Theorem 3) is eq. (1) itself, which is continuous in ``f``
+for ``s = 0`` or ``theta = 0``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+from sklearn.svm import SVC
+
+Array = NDArray[np.float64]
+
+R, E, L, IB, OB, OO, F = range(7)
+STATE_NAMES = ("R", "E", "L", "IB", "OB", "OO", "F")
+_ACTIVE = (E, IB, OB)
+
+
+class DegenerateStepError(RuntimeError):
+    """The homotopy met a degenerate configuration it cannot resolve (ties, singular system)."""
+
+
+# --------------------------------------------------------------------------- objective
+def ramp_loss(z: Array, theta: float, s: float) -> Array:
+    """The loss ``ell(z; theta, s)`` of eq. (2)."""
+    z = np.asarray(z, dtype=float)
+    return np.where(z >= s, np.maximum(0.0, 1.0 - z), 1.0 - theta * z - s)
+
+
+def rsvm_objective(alpha: Array, b: float, Q: Array, y: Array, C: float, theta: float, s: float) -> float:
+    """Eq. (1): ``a^T Q a / 2 + C sum_i ell(m_i; theta, s)`` with ``m = Q a + y b``."""
+    Qa = Q @ alpha
+    m = Qa + y * b
+    return float(0.5 * alpha @ Qa + C * ramp_loss(m, theta, s).sum())
+
+
+# --------------------------------------------------------------------------- results
+@dataclass
+class Breakpoint:
+    """The local solution at one breakpoint ``theta_BP`` (or ``s_BP``) of the path."""
+
+    param: float
+    alpha: Array
+    b: float
+    kind: str  # "start" | "event" | "jump" | "end"
+    objective: float
+    inlier: NDArray[np.bool_]
+
+
+@dataclass
+class Jump:
+    """A discontinuity: the chain of D-steps run at one ``theta`` (or ``s``)."""
+
+    param: float
+    objective_before: float
+    objective_after: float
+    objectives: list[float]  # the objective after each D-step of the chain
+    n_dsteps: int
+    n_swapped: int
+    alpha_before: Array
+    b_before: float
+
+
+@dataclass
+class OutlierPathResult:
+    """The full outlier path for one ``C``: breakpoints, jumps and counters."""
+
+    variant: str
+    C: float
+    breakpoints: list[Breakpoint] = field(default_factory=list)
+    jumps: list[Jump] = field(default_factory=list)
+    n_events: int = 0
+    n_bmoves: int = 0
+    failed: str | None = None
+
+    @property
+    def params(self) -> Array:
+        """The breakpoints ``theta_BP`` (decreasing) or ``s_BP`` (increasing)."""
+        return np.array([bp.param for bp in self.breakpoints])
+
+    @property
+    def alphas(self) -> Array:
+        return np.vstack([bp.alpha for bp in self.breakpoints])
+
+    @property
+    def intercepts(self) -> Array:
+        return np.array([bp.b for bp in self.breakpoints])
+
+    def solution_at(self, value: float) -> tuple[Array, float]:
+        """The exact path solution ``(alpha, b)`` at ``theta = value`` (or ``s = value``).
+
+        OP-theta: linear interpolation inside the segment that contains ``value``
+        (piecewise linearity, section 4.2); the segment ends at the left limit of
+        the next breakpoint, i.e. the boundary solution before a jump.  OP-s: the
+        solution is constant between breakpoints (section 4.3).
+        """
+        bps = self.breakpoints
+        params = self.params
+        if self.variant == "s":
+            k = int(np.searchsorted(params, value, side="right")) - 1
+            k = max(k, 0)
+            return bps[k].alpha.copy(), bps[k].b
+        # theta decreasing: last breakpoint with param >= value
+        idx = np.flatnonzero(params >= value)
+        k = int(idx[-1]) if idx.size else 0
+        if k + 1 >= len(bps) or params[k] == value:
+            return bps[k].alpha.copy(), bps[k].b
+        nxt = bps[k + 1]
+        jump = next((j for j in self.jumps if j.param == nxt.param and nxt.kind == "jump"), None)
+        a1, b1 = (jump.alpha_before, jump.b_before) if jump is not None else (nxt.alpha, nxt.b)
+        w = (params[k] - value) / (params[k] - nxt.param)
+        return (1 - w) * bps[k].alpha + w * a1, float((1 - w) * bps[k].b + w * b1)
+
+
+# --------------------------------------------------------------------------- SVM start
+def svm_dual(K: Array, y: Array, C: float, tol: float = 1e-5) -> tuple[Array, float]:
+    """The standard SVM (Algorithm 1 step 1) by scikit-learn's SVC on a precomputed kernel.
+
+    The path polishes this solution exactly (:meth:`_Engine.start`), so a moderate
+    ``tol`` suffices (libsvm is slow for large C at very small tolerances).
+    """
+    est = SVC(C=C, kernel="precomputed", tol=tol, max_iter=-1, cache_size=200)
+    est.fit(K, y)
+    alpha = np.zeros(len(y))
+    alpha[est.support_] = np.abs(np.asarray(est.dual_coef_, dtype=float).ravel())
+    return np.clip(alpha, 0.0, C), float(est.intercept_[0])
+
+
+# --------------------------------------------------------------------------- engine
+class _Engine:
+    """Event-driven tracer of one-parameter piecewise-linear paths of the RSVM KKT system."""
+
+    def __init__(self, Q: Array, y: Array, C: float, theta: float, s: float, tol: float = 1e-9) -> None:
+        self.Q = Q
+        self.y = y
+        self.n = len(y)
+        self.C = float(C)
+        self.theta = float(theta)
+        self.s = float(s)
+        self.tol = tol
+        self.alpha = np.zeros(self.n)
+        self.b = 0.0
+        self.m = np.zeros(self.n)
+        self.st = np.full(self.n, R, dtype=np.int8)
+        self.inl = np.ones(self.n, dtype=bool)
+        # forced coefficients of a D-step: a_i = bef_i + tau (target_i - bef_i)
+        self.bef = np.zeros(self.n)
+        self.target = np.zeros(self.n)
+        self.tau = 0.0
+        self.n_events = 0
+        self.n_bmoves = 0
+        self.last = -1  # the point of the last event, not allowed to switch back at a zero step
+
+    # ----------------------------------------------------------------- basics
+    def active(self) -> NDArray[np.intp]:
+        return np.flatnonzero(np.isin(self.st, _ACTIVE))
+
+    def targets(self, A: NDArray[np.intp]) -> Array:
+        return np.where(self.st[A] == E, 1.0, self.s)
+
+    def set_fixed_alpha(self) -> None:
+        st, a = self.st, self.alpha
+        a[st == R] = 0.0
+        a[st == L] = self.C
+        a[st == OO] = self.C * self.theta
+        f = st == F
+        if np.any(f):
+            a[f] = self.bef[f] + self.tau * (self.target[f] - self.bef[f])
+
+    def _kkt_matrix(self, A: NDArray[np.intp]) -> Array:
+        k = A.size
+        M = np.zeros((k + 1, k + 1))
+        M[:k, :k] = self.Q[np.ix_(A, A)]
+        M[:k, k] = self.y[A]
+        M[k, :k] = self.y[A]
+        return M
+
+    def _solve(self, M: Array, rhs: Array) -> Array:
+        try:
+            sol = np.linalg.solve(M, rhs)
+        except np.linalg.LinAlgError as exc:
+            raise DegenerateStepError("singular KKT system (linear system (11))") from exc
+        if not np.all(np.isfinite(sol)) or np.linalg.norm(M @ sol - rhs) > 1e-6 * (1 + np.abs(rhs).max()):
+            raise DegenerateStepError("ill-conditioned KKT system (linear system (11))")
+        return sol
+
+    def refresh(self) -> None:
+        """Set the fixed coefficients exactly and re-solve the active ones and ``b`` (eq. 11)."""
+        self.set_fixed_alpha()
+        A = self.active()
+        if A.size:
+            fix = np.ones(self.n, dtype=bool)
+            fix[A] = False
+            af = self.alpha[fix]
+            rhs = np.empty(A.size + 1)
+            rhs[:-1] = self.targets(A) - self.Q[np.ix_(A, np.flatnonzero(fix))] @ af
+            rhs[-1] = -self.y[fix] @ af
+            sol = self._solve(self._kkt_matrix(A), rhs)
+            self.alpha[A] = sol[:-1]
+            self.b = float(sol[-1])
+        self.m = self.Q @ self.alpha + self.y * self.b
+
+    def objective(self) -> float:
+        return rsvm_objective(self.alpha, self.b, self.Q, self.y, self.C, self.theta, self.s)
+
+    def boundary(self) -> NDArray[np.intp]:
+        return np.flatnonzero((self.st == IB) | (self.st == OB))
+
+    # ------------------------------------------------------------- direction
+    def direction(self, q: Array) -> tuple[Array, float] | None:
+        """Derivative of ``(alpha, b)`` when the fixed coefficients move by ``q`` per unit step.
+
+        ``None`` when no point is active and ``sum_i q_i y_i != 0``: the intercept must
+        first move (a b-move) until a point becomes active.
+        """
+        A = self.active()
+        da = q.copy()
+        da[A] = 0.0
+        nz = np.flatnonzero(da)
+        if A.size == 0:
+            r = float(self.y[nz] @ da[nz])
+            if abs(r) <= 1e-12 * max(1.0, np.abs(da).max(initial=0.0)):
+                return da, 0.0
+            return None
+        rhs = np.empty(A.size + 1)
+        rhs[:-1] = -(self.Q[np.ix_(A, nz)] @ da[nz])
+        rhs[-1] = -(self.y[nz] @ da[nz])
+        sol = self._solve(self._kkt_matrix(A), rhs)
+        da[A] = sol[:-1]
+        return da, float(sol[-1])
+
+    def margin_rate(self, da: Array, db: float) -> Array:
+        nz = np.flatnonzero(da)
+        return self.Q[:, nz] @ da[nz] + self.y * db
+
+    # ----------------------------------------------------------------- events
+    def next_event(self, da: Array, dm: Array, limit: float, exclude: int) -> tuple[float, int, str]:
+        """Smallest step ``t in [0, limit]`` at which some point changes state."""
+        st, a, m, C = self.st, self.alpha, self.m, self.C
+        eps = 1e-13
+        best_t, best_j, best_k = limit, -1, "end"
+        inf = np.inf
+
+        def consider(mask: NDArray[np.bool_], num: Array, den: Array, kind: str) -> None:
+            nonlocal best_t, best_j, best_k
+            idx = np.flatnonzero(mask)
+            if idx.size == 0:
+                return
+            t = np.maximum(num[idx] / den[idx], 0.0)
+            if exclude >= 0:
+                # the point of the last event may not switch back at (numerically) zero step
+                t[(idx == exclude) & (t <= 1e-12)] = np.inf
+            k = int(np.argmin(t))
+            if t[k] < best_t:
+                best_t, best_j, best_k = float(t[k]), int(idx[k]), kind
+
+        with np.errstate(divide="ignore", invalid="ignore"):
+            consider((st == E) & (da < -eps), -a, da, "E->R")
+            consider((st == E) & (da > eps), C - a, da, "E->L")
+            consider((st == IB) & (da < -eps), C - a, da, "IB->L")
+            consider((st == OB) & (da > eps), C * self.theta - a, da, "OB->OO")
+            consider((st == R) & (dm < -eps), 1.0 - m, dm, "R->E")
+            consider((st == L) & (dm > eps), 1.0 - m, dm, "L->E")
+            consider((st == L) & (dm < -eps), self.s - m, dm, "L->IB")
+            consider((st == OO) & (dm > eps), self.s - m, dm, "OO->OB")
+            fin = (st == F) & self.inl
+            fout = (st == F) & ~self.inl
+            consider(fin & (dm > eps), 1.0 - m, dm, "F->E")
+            consider(fin & (dm < -eps), self.s - m, dm, "F-bad")
+            consider(fout & (dm > eps), self.s - m, dm, "F-bad")
+        del inf
+        return best_t, best_j, best_k
+
+    def apply_event(self, j: int, kind: str) -> None:
+        new = {
+            "E->R": R, "E->L": L, "IB->L": L, "OB->OO": OO, "R->E": E,
+            "L->E": E, "L->IB": IB, "OO->OB": OB, "F->E": E,
+        }
+        if kind == "F-bad":
+            raise DegenerateStepError(
+                f"D-step: swapped point {j} crossed back over the boundary (simultaneous swaps)"
+            )
+        if kind == "F->E" and not 0.0 <= self.alpha[j] <= self.C:
+            raise DegenerateStepError(f"D-step: swapped point {j} reached margin 1 with a_i outside [0, C]")
+        self.st[j] = new[kind]
+
+    def trace(self, rate, limit: float, advance, on_event, max_events: int) -> str:
+        """Follow the path for ``limit`` units of the step variable.
+
+        ``rate()`` gives the rate of the moving fixed coefficients (OO in a C-step,
+        F in a D-step), ``advance(t)`` moves the homotopy parameter by ``t`` and
+        ``on_event(kind)`` is called after each event; it returns True to stop.
+        Returns ``"end"`` or ``"stop"``.
+        """
+        done = 0.0
+        zero_steps = 0
+        while True:
+            q = rate()
+            d = self.direction(q)
+            if d is None:
+                kind = self.bmove(float(self.y @ q))
+                if on_event(kind):
+                    return "stop"
+                continue
+            da, db = d
+            dm = self.margin_rate(da, db)
+            t, j, kind = self.next_event(da, dm, limit - done, self.last)
+            self.alpha += t * da
+            self.b += t * db
+            self.m += t * dm
+            done += t
+            advance(t)
+            if j < 0:
+                self.refresh()
+                return "end"
+            self.n_events += 1
+            if self.n_events > max_events:
+                raise DegenerateStepError(f"more than {max_events} events on the path")
+            zero_steps = zero_steps + 1 if t <= 1e-14 else 0
+            if zero_steps > 2 * self.n + 10:
+                raise DegenerateStepError("the path cycles without progress (degenerate ties)")
+            self.apply_event(j, kind)
+            self.last = j
+            if kind in ("L->IB", "OO->OB") and on_event(kind):
+                self.m[j] = self.s  # stop for a D-step; the swapped point will be forced, not solved
+                return "stop"
+            self.refresh()
+            if on_event(kind):
+                return "stop"
+
+    def bmove(self, r: float) -> str:
+        """Move ``b`` with all coefficients fixed until a point becomes active.
+
+        Needed when no point is active and the equality ``sum a_i y_i = 0`` must be
+        kept while fixed coefficients move: ``b`` is not unique there, and the end of
+        its optimal interval on the side given by ``sign(r)`` is the one at which the
+        entering point can absorb the change.
+        """
+        delta = 1.0 if r > 0 else -1.0
+        dm = self.y * delta
+        t, j, kind = self.next_event(np.zeros(self.n), dm, np.inf, -1)
+        if j < 0 or not np.isfinite(t):
+            raise DegenerateStepError("no point can become active (b-move)")
+        self.b += delta * t
+        self.m += t * dm
+        self.apply_event(j, kind)
+        self.last = j
+        self.n_bmoves += 1
+        self.refresh()
+        return kind
+
+    # ----------------------------------------------------------------- set-up
+    def start(self, alpha: Array, b: float) -> None:
+        """States from an SVM solution (inliers ``m_i >= s``), then an exact re-solve."""
+        C = self.C
+        self.alpha = alpha.astype(float).copy()
+        self.b = float(b)
+        self.m = self.Q @ self.alpha + self.y * self.b
+        self.inl = self.m >= self.s
+        tol_a = 1e-8 * C
+        st = np.where(self.alpha <= tol_a, R, np.where(self.alpha >= C - tol_a, L, E)).astype(np.int8)
+        st[~self.inl] = OO
+        self.st = st
+        # active-set polishing: first swap every violator at once, then one at a time
+        for it in range(30 + 2 * self.n):
+            self.refresh()
+            a, m, st = self.alpha, self.m, self.st
+            bad = False
+            for mask, new in (
+                ((st == E) & (a < -1e-10 * C), R),
+                ((st == E) & (a > C * (1 + 1e-10)), L),
+                ((st == R) & (m < 1 - 1e-9), E),
+                ((st == L) & (m > 1 + 1e-9), E),
+            ):
+                idx = np.flatnonzero(mask)
+                if idx.size:
+                    if it < 30:
+                        st[idx] = new
+                    else:
+                        st[idx[np.argmax(np.abs(np.where(new == E, m[idx] - 1, a[idx])))]] = new
+                    bad = True
+                    if it >= 30:
+                        break
+            if not bad:
+                return
+        raise DegenerateStepError("could not polish the initial SVM solution")
+
+    def settle_boundary(self) -> None:
+        """Turn boundary points into the fixed state their coefficient allows (degenerate ties)."""
+        for i in self.boundary():
+            if self.st[i] == OB:
+                self.st[i] = OO
+                self.alpha[i] = self.C * self.theta
+            else:
+                self.st[i] = L
+                self.alpha[i] = self.C
+            self.last = int(i)
+        self.refresh()
+
+    # ----------------------------------------------------------------- D-step
+    def dstep(self, max_events: int) -> int:
+        """One D-step (Algorithm 3, appendix C): swap the boundary points, trace mu 1 -> 0.
+
+        Returns the number of swapped points.
+        """
+        B = self.boundary()
+        self.inl[B] = ~self.inl[B]
+        self.bef[B] = self.alpha[B]
+        self.target[B] = np.where(self.inl[B], self.C, self.C * self.theta)
+        self.st[B] = F
+        self.tau = 0.0
+        q = np.zeros(self.n)
+        q[B] = self.target[B] - self.bef[B]
+
+        def adv(t: float) -> None:
+            self.tau = min(1.0, self.tau + t)
+
+        def rate() -> Array:
+            return np.where(self.st == F, q, 0.0)
+
+        self.last = -1
+        self.trace(rate, 1.0, adv, lambda kind: False, max_events)
+        self.tau = 1.0
+        f = np.flatnonzero(self.st == F)
+        self.alpha[f] = self.target[f]
+        for i in f:
+            if self.inl[i]:
+                self.st[i] = IB if self.m[i] <= self.s + self.tol else (E if self.m[i] >= 1 - self.tol else L)
+            else:
+                self.st[i] = OB if self.m[i] >= self.s - self.tol else OO
+        self.refresh()
+        return int(B.size)
+
+
+# --------------------------------------------------------------------------- drivers
+def _snapshot(eng: _Engine, param: float, kind: str) -> Breakpoint:
+    return Breakpoint(param, eng.alpha.copy(), float(eng.b), kind, eng.objective(), eng.inl.copy())
+
+
+def _dstep_chain(eng: _Engine, res: OutlierPathResult, param: float, max_events: int) -> None:
+    a0, b0, j0 = eng.alpha.copy(), float(eng.b), eng.objective()
+    objs: list[float] = []
+    n_sw = 0
+    n_d = 0
+    prev = j0
+    while eng.boundary().size:
+        n_sw += eng.dstep(max_events)
+        n_d += 1
+        objs.append(eng.objective())
+        if objs[-1] >= prev - 1e-12 * max(1.0, abs(prev)):
+            # no strict decrease (Theorem 3 needs a unique alpha; with a rank-deficient
+            # kernel f can be pinned): f is conditionally optimal on both sides, accept it
+            eng.settle_boundary()
+            break
+        prev = objs[-1]
+        if n_d > 4 * eng.n + 10:
+            raise DegenerateStepError("D-steps do not terminate")
+    res.jumps.append(Jump(param, j0, objs[-1], objs, n_d, n_sw, a0, b0))
+    _record(res, _snapshot(eng, param, "jump"))
+
+
+def _record(res: OutlierPathResult, bp: Breakpoint) -> None:
+    """Append a breakpoint; one at the same parameter as the last one replaces it."""
+    if res.breakpoints and res.breakpoints[-1].param == bp.param and res.breakpoints[-1].kind != "start":
+        res.breakpoints[-1] = bp
+    else:
+        res.breakpoints.append(bp)
+
+
+def outlier_path_theta(
+    K: Array, y: Array, C: float, *, tol: float = 1e-9, max_events: int | None = None,
+    init: tuple[Array, float] | None = None,
+) -> OutlierPathResult:
+    """OP-theta (Algorithm 1 with s = 0): the local-solution path for theta from 1 to 0.
+
+    Parameters
+    ----------
+    K : (n, n) kernel matrix of the training rows.
+    y : labels in {-1, +1}.
+    C : regularization parameter of eq. (1).
+    init : optional ``(alpha, b)`` of the standard SVM (otherwise SVC is run).
+
+    Returns
+    -------
+    OutlierPathResult
+        Every breakpoint ``theta_BP`` with its local solution (after any jump),
+        and every jump with the objective before and after each D-step.
+    """
+    y = np.asarray(y, dtype=float)
+    Q = np.outer(y, y) * K
+    n = len(y)
+    max_events = max_events or 50 * n + 1000
+    alpha, b = init if init is not None else svm_dual(K, y, C)
+    eng = _Engine(Q, y, C, theta=1.0, s=0.0, tol=tol)
+    res = OutlierPathResult("theta", float(C))
+    eng.start(alpha, b)
+    res.breakpoints.append(_snapshot(eng, 1.0, "start"))
+
+    def adv(t: float) -> None:
+        eng.theta = max(0.0, eng.theta - t)
+
+    def rate() -> Array:
+        return np.where(eng.st == OO, -eng.C, 0.0)
+
+    try:
+        while eng.theta > 0.0:
+            if eng.trace(rate, eng.theta, adv, lambda kind: True, max_events) == "end":
+                eng.theta = 0.0
+                eng.refresh()
+                break
+            if eng.boundary().size:
+                _dstep_chain(eng, res, eng.theta, max_events)
+            else:
+                _record(res, _snapshot(eng, eng.theta, "event"))
+    except DegenerateStepError as exc:
+        res.failed = str(exc)
+    else:
+        _record(res, _snapshot(eng, 0.0, "end"))
+    res.n_events, res.n_bmoves = eng.n_events, eng.n_bmoves
+    return res
+
+
+def outlier_path_s(
+    K: Array, y: Array, C: float, *, tol: float = 1e-9, max_events: int | None = None,
+    init: tuple[Array, float] | None = None,
+) -> OutlierPathResult:
+    """OP-s (Algorithm 1 with theta = 0): the local-solution path for s from ``s_init`` to 0.
+
+    The C-step is trivial (section 4.3): the solution is constant inside a polytope
+    and the next breakpoint is ``s = min_{i in I} y_i f(x_i)``.  Every breakpoint
+    triggers a chain of D-steps.
+    """
+    y = np.asarray(y, dtype=float)
+    Q = np.outer(y, y) * K
+    n = len(y)
+    max_events = max_events or 50 * n + 1000
+    alpha, b = init if init is not None else svm_dual(K, y, C)
+    eng = _Engine(Q, y, C, theta=0.0, s=-np.inf, tol=tol)
+    res = OutlierPathResult("s", float(C))
+    eng.start(alpha, b)  # every point is an inlier
+    eng.s = min(float(eng.m.min()), 0.0)  # s_init
+    try:
+        while True:
+            if eng.s < 0.0:
+                hit = np.flatnonzero(eng.inl & (eng.st == L) & (eng.m <= eng.s + tol))
+                eng.st[hit] = IB  # alpha = C: consistent, no re-solve (it could be rank-deficient)
+            if eng.boundary().size:
+                _dstep_chain(eng, res, eng.s, max_events)
+            else:
+                _record(res, _snapshot(eng, eng.s, "end" if eng.s >= 0.0 else "event"))
+            if eng.s >= 0.0:
+                break
+            eng.s = min(float(eng.m[eng.inl].min()), 0.0)
+    except DegenerateStepError as exc:
+        res.failed = str(exc)
+    res.n_events, res.n_bmoves = eng.n_events, eng.n_bmoves
+    return res
