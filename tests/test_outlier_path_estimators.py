@@ -1,0 +1,138 @@
+"""Tests of the CCCP baseline, its SMO solver and the OutlierPath / CCCP / CSVM estimators."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import minimize
+from sklearn.metrics.pairwise import rbf_kernel
+from sklearn.svm import SVC
+
+from spl_bench.errors import ConfigError
+from spl_bench.methods.outlier_path import CCCP, CSVM, OutlierPath
+from spl_bench.methods.outlier_path.cccp import cccp, smo_box
+from spl_bench.models import get_model
+
+
+def make_data(seed, n=30, d=3, flip=0.17):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = np.where(X[:, 0] - 0.7 * X[:, 1] > 0, 1.0, -1.0)
+    y[rng.choice(n, int(flip * n), replace=False)] *= -1
+    return X, y
+
+
+def ramp(z, theta, s):
+    return np.maximum(0.0, 1.0 - z) - (1.0 - theta) * np.maximum(0.0, s - z)
+
+
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 5000), C=st.sampled_from([0.2, 1.0, 5.0]))
+def test_smo_box_matches_svc(seed, C):
+    X, y = make_data(seed)
+    K = rbf_kernel(X, gamma=0.5)
+    Q = np.outer(y, y) * K
+    a, b, _ = smo_box(Q, y, np.zeros(len(y)), np.full(len(y), C), tol=1e-10)
+    ref = SVC(C=C, kernel="rbf", gamma=0.5, tol=1e-10).fit(X, y).decision_function(X)
+    assert np.max(np.abs(K @ (a * y) + b - ref)) < 1e-5
+
+
+def test_smo_shifted_box_matches_slsqp():
+    """The CCCP subproblem's box [-C(1-theta), C theta] on outliers, against SLSQP."""
+    X, y = make_data(3, n=16)
+    K = rbf_kernel(X, gamma=0.5)
+    Q = np.outer(y, y) * K
+    C, theta = 1.0, 0.3
+    out = np.zeros(len(y), dtype=bool)
+    out[[1, 4, 9]] = True
+    lo = np.where(out, -C * (1 - theta), 0.0)
+    hi = np.where(out, C * theta, C)
+    a, _, _ = smo_box(Q, y, lo, hi, tol=1e-12)
+    res = minimize(
+        lambda v: 0.5 * v @ Q @ v - v.sum(), np.zeros(len(y)), jac=lambda v: Q @ v - 1.0,
+        bounds=list(zip(lo, hi, strict=True)), constraints=[{"type": "eq", "fun": lambda v: y @ v}],
+        method="SLSQP", options={"ftol": 1e-14, "maxiter": 1000},
+    )
+    assert res.success
+    obj = 0.5 * a @ Q @ a - a.sum()
+    assert obj <= res.fun + 1e-9
+    assert np.max(np.abs(K @ ((a - res.x) * y))) < 1e-4
+
+
+@pytest.mark.parametrize("theta,s", [(0.5, 0.0), (0.0, 0.0), (0.0, -0.5)])
+def test_cccp_decreases_the_objective_and_is_a_fixed_point(theta, s):
+    X, y = make_data(5, n=40)
+    K = rbf_kernel(X, gamma=0.5)
+    Q = np.outer(y, y) * K
+    C = 1.0
+    est = SVC(C=C, kernel="precomputed", tol=1e-8).fit(K, y)
+    a0 = np.zeros(len(y))
+    a0[est.support_] = np.abs(est.dual_coef_.ravel())
+    b0 = float(est.intercept_[0])
+
+    def J(a, b):
+        ay = a * y
+        return 0.5 * ay @ K @ ay + C * ramp(y * (K @ ay + b), theta, s).sum()
+
+    sol = cccp(Q, y, C, theta, s, a0, b0, tol=1e-9)
+    assert sol.objective <= J(a0, b0) + 1e-9
+    assert sol.objective == pytest.approx(J(sol.alpha, sol.b), rel=1e-9)
+    # fixed point: the linearisation set no longer changes and the box KKT holds
+    m = y * (K @ (sol.alpha * y) + sol.b)
+    out = m < s
+    assert np.all(sol.alpha[out] <= C * theta + 1e-7) and np.all(sol.alpha[out] >= -C * (1 - theta) - 1e-7)
+    assert np.all(sol.alpha[~out] >= -1e-7) and np.all(sol.alpha[~out] <= C + 1e-7)
+
+
+def test_outlier_path_estimator_candidates_and_predictions():
+    X, y = make_data(8, n=40)
+    est = OutlierPath(model="svm", model_params={"kernel": "rbf", "gamma": "auto"}, variant="theta",
+                      C_grid=[0.5, 2.0])
+    est.fit(X, y)
+    assert est.gamma_ == pytest.approx(1.0 / X.shape[1])
+    Cs = {p["C"] for p in est.candidate_params_}
+    assert Cs == {0.5, 2.0}
+    assert all(0.0 <= p["theta"] <= 1.0 for p in est.candidate_params_)
+    n_bp = sum(len(p.breakpoints) for p in est.paths_)
+    assert len(est.candidate_params_) == n_bp == est.run_info()["n_critical_breakpoints"]
+    # the fast stacked prediction equals the model's own per-candidate prediction
+    Xt = np.random.default_rng(1).normal(size=(15, 3))
+    P = est.predict_candidates(Xt)
+    model = get_model("svm", kernel="rbf", gamma=1.0)
+    for k in (0, len(est.candidate_models_) // 2, len(est.candidate_models_) - 1):
+        assert np.array_equal(P[k], model.predict(est.candidate_models_[k], Xt))
+    est.select(0)  # theta = 1: the standard SVM
+    ref = SVC(C=0.5, kernel="rbf", gamma=1.0 / 3, tol=1e-10).fit(X, y)
+    assert np.mean(est.predict(X) == ref.predict(X)) == 1.0
+
+
+def test_op_s_and_cccp_and_csvm_estimators(tmp_path):
+    X, y = make_data(9, n=40)
+    mp = {"kernel": "linear", "C": 1.0}
+    ops = OutlierPath(model_params=mp, variant="s").fit(X, y)
+    assert [p["s"] for p in ops.candidate_params_][-1] == 0.0
+    file = ops.save_path(tmp_path / "path.csv")
+    assert len(file.read_text().splitlines()) == len(ops.candidate_params_) + 1
+    cc = CCCP(model_params=mp, variant="s", C_grid=[0.1, 1.0]).fit(X, y)
+    s_vals = [p["s"] for p in cc.candidate_params_[:5]]
+    assert s_vals[-1] == 0.0 and s_vals[0] < 0 and s_vals[2] == pytest.approx(0.5 * s_vals[0])
+    assert cc.predict_candidates(X).shape == (10, 40)
+    ct = CCCP(model_params=mp, variant="theta", n_candidates=3).fit(X, y)
+    assert [p["theta"] for p in ct.candidate_params_] == [1.0, 0.5, 0.0]
+    sv = CSVM(model_params=mp, C_grid=[0.1, 1.0]).fit(X, y)
+    ref = SVC(C=1.0, kernel="linear").fit(X, y)
+    assert np.mean(sv.select(1).predict(X) == ref.predict(X)) >= 0.97
+
+
+def test_bad_configuration_raises():
+    X, y = make_data(1)
+    with pytest.raises(ConfigError):
+        OutlierPath(model="lasso").fit(X, y)
+    with pytest.raises(ConfigError):
+        OutlierPath(model_params={"kernel": "linear"}, variant="both").fit(X, y)
+    with pytest.raises(ConfigError):
+        CCCP(model_params={"kernel": "linear"}, n_candidates=1).fit(X, y)
+    with pytest.raises(ConfigError):
+        CSVM(model_params={"kernel": "linear"}, C_grid=[-1.0]).fit(X, y)
