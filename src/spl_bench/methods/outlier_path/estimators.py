@@ -48,7 +48,9 @@ class _KernelSVMEstimator(SPLEstimator):
         return get_model("svm", **params)
 
     def _gamma(self, X: Array) -> float:
-        g = (self.model_params or {}).get("gamma", self.model_.gamma)
+        g = getattr(self, "gamma", None)
+        if g is None:
+            g = (self.model_params or {}).get("gamma", self.model_.gamma)
         if g == "auto":  # the paper's gamma = 1 / d
             return 1.0 / X.shape[1]
         return resolve_gamma(g, X)
@@ -94,6 +96,8 @@ class OutlierPath(_KernelSVMEstimator):
         OP-theta (s = 0, theta 1 -> 0) or OP-s (theta = 0, s from s_init to 0).
     C_grid : list of float, optional
         Values of C (the paper: 0.01, 0.1, 1, 10, 100).
+    gamma : float or str, optional
+        RBF width overriding ``model_params["gamma"]``; ``"auto"`` is 1/d (the paper).
     tol : float
         Tolerance for ties with the boundary.
     max_events : int, optional
@@ -108,12 +112,14 @@ class OutlierPath(_KernelSVMEstimator):
         sp_params: dict[str, Any] | None = None,
         variant: str = "theta",
         C_grid: list[float] | None = None,
+        gamma: float | str | None = None,
         tol: float = 1e-9,
         max_events: int | None = None,
     ) -> None:
         super().__init__(model=model, model_params=model_params, sp=sp, sp_params=sp_params)
         self.variant = variant
         self.C_grid = C_grid
+        self.gamma = gamma
         self.tol = tol
         self.max_events = max_events
 
@@ -207,12 +213,14 @@ class CCCP(_KernelSVMEstimator):
         sp_params: dict[str, Any] | None = None,
         variant: str = "theta",
         C_grid: list[float] | None = None,
+        gamma: float | str | None = None,
         n_candidates: int = 5,
         tol: float = 1e-3,
     ) -> None:
         super().__init__(model=model, model_params=model_params, sp=sp, sp_params=sp_params)
         self.variant = variant
         self.C_grid = C_grid
+        self.gamma = gamma
         self.n_candidates = n_candidates
         self.tol = tol
 
@@ -243,7 +251,10 @@ class CCCP(_KernelSVMEstimator):
 
 
 class CSVM(_KernelSVMEstimator):
-    """The standard C-SVM (scikit-learn SVC), one candidate per C of the grid."""
+    """The standard C-SVM (scikit-learn SVC), one candidate per C of the grid.
+
+    ``gamma`` as in :class:`OutlierPath`; ``variant`` is accepted and ignored.
+    """
 
     def __init__(
         self,
@@ -252,9 +263,13 @@ class CSVM(_KernelSVMEstimator):
         sp: str = "linear",
         sp_params: dict[str, Any] | None = None,
         C_grid: list[float] | None = None,
+        gamma: float | str | None = None,
+        variant: str = "-",
     ) -> None:
         super().__init__(model=model, model_params=model_params, sp=sp, sp_params=sp_params)
         self.C_grid = C_grid
+        self.gamma = gamma
+        self.variant = variant  # ignored: lets one sweep over method.variant include csvm
 
     def _fit(self, X: Array, y: Array) -> None:
         self.X_fit_, self.y_fit_ = X, y
