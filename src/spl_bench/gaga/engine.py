@@ -36,7 +36,6 @@ from scipy.optimize import brentq
 
 from spl_bench.gaga.path import AgePath
 from spl_bench.gaga.systems import PathSystem, make_system
-from spl_bench.methods.acs import acs_solve
 from spl_bench.models import Model, Params
 from spl_bench.sp import SPRegularizer
 
@@ -65,8 +64,12 @@ def solve_linear(J: Array, rhs: Array) -> tuple[Array, bool, float]:
     """
     if J.shape[0] == 0:
         return np.zeros(0), False, 1.0
+    if not (np.all(np.isfinite(J)) and np.all(np.isfinite(rhs))):
+        return np.zeros(J.shape[0]), True, 0.0
     try:
-        lu, piv = sla.lu_factor(J, check_finite=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", sla.LinAlgWarning)
+            lu, piv = sla.lu_factor(J, check_finite=False)
         dg = np.diag(lu)
         adg = np.abs(dg)
         if adg.min() > 1e-13 * max(adg.max(), 1e-300):
@@ -77,8 +80,11 @@ def solve_linear(J: Array, rhs: Array) -> tuple[Array, bool, float]:
                 return x, False, sign
     except (ValueError, np.linalg.LinAlgError):
         pass
-    x = np.linalg.lstsq(J, rhs, rcond=1e-12)[0]
-    return np.nan_to_num(x), True, 0.0
+    try:
+        x = np.linalg.lstsq(J, rhs, rcond=1e-12)[0]
+    except np.linalg.LinAlgError:
+        x = np.zeros(J.shape[0])
+    return np.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0), True, 0.0
 
 
 def det_sign(J: Array) -> float:
@@ -86,6 +92,24 @@ def det_sign(J: Array) -> float:
         return 1.0
     s, _ = np.linalg.slogdet(J)
     return float(s)
+
+
+def acs(model: Model, sp: SPRegularizer, X: Array, y: Array, lam: float, init: Params,
+        tol: float, max_iter: int) -> Params:
+    """Plain ACS (GAGA Algorithm 1) at one age, stopped when ``v`` changes by ``<= tol``.
+
+    Convergence is judged on ``v`` only; the Newton polish that follows makes the
+    point exact.
+    """
+    params = init
+    v = sp.v_star(model.losses(params, X, y), lam)
+    for _ in range(max_iter):
+        params = model.fit_weighted(X, y, v, warm=params)
+        v_new = sp.v_star(model.losses(params, X, y), lam)
+        if np.max(np.abs(v_new - v), initial=0.0) <= tol:
+            break
+        v = v_new
+    return params
 
 
 class _Tracker:
@@ -139,6 +163,8 @@ class _Tracker:
                 theta_new = theta - t * step
                 F_new = self.sys.residual(theta_new, lam)
                 res_new = float(np.abs(F_new).max(initial=0.0)) / scale
+                if not np.isfinite(res_new):
+                    res_new = np.inf
                 if res_new < res:
                     break
                 t *= 0.5
@@ -149,15 +175,16 @@ class _Tracker:
 
     def polish(self, lam: float, max_rounds: int = 100) -> float:
         """Newton on ``F`` with the current sets, re-assigning violated indices until consistent."""
-        res = np.inf
         for _ in range(max_rounds):
             theta, res = self.newton(self.sys.theta(), lam, max_iter=30)
             self.sys.set_theta(theta)
             bad = self.sys.consistent(lam, tol=self.o.event_tol)
             if bad.size == 0:
-                break
+                return res
             self.sys.move(bad, lam)
-        return res
+        theta, res = self.newton(self.sys.theta(), lam, max_iter=30)
+        self.sys.set_theta(theta)
+        return np.inf
 
     # ------------------------------------------------------------ recording
     def record(self, lam: float, kind: str = "step",
@@ -189,8 +216,7 @@ class _Tracker:
         boundary that it leaves at once).
         """
         self.n_restarts += 1
-        p, _, _, _ = acs_solve(self.model, self.sp, self.X, self.y, lam, params,
-                               tol=self.o.acs_tol, max_iter=self.o.acs_max_iter)
+        p = acs(self.model, self.sp, self.X, self.y, lam, params, self.o.acs_tol, self.o.acs_max_iter)
         self.sys.init_from(p, lam)
         res = self.polish(lam)
         ok = res <= 1e3 * self.o.newton_tol and self.sys.consistent(lam, self.o.event_tol).size == 0

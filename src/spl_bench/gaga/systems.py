@@ -76,9 +76,10 @@ def sp_weights(
     dlam = np.zeros_like(ell)
     mid = code == MIXED
     if np.any(mid):
-        em = ell[mid]
-        v[mid] = sp._v_mixed(em, lam)
-        a, b = sp._dv_mixed(em, lam)
+        em = np.maximum(ell[mid], 1e-100)
+        with np.errstate(all="ignore"):
+            v[mid] = sp._v_mixed(em, lam)
+            a, b = sp._dv_mixed(em, lam)
         dl[mid] = a
         dlam[mid] = b
     return v, dl, dlam
@@ -143,7 +144,7 @@ class PathSystem(ABC):
     @abstractmethod
     def _state(self) -> dict[str, Any]: ...
 
-    def _invalidate(self) -> None:
+    def _invalidate(self) -> None:  # noqa: B027 - optional hook
         """Drop caches that depend on the sets."""
 
     # -- equations ---------------------------------------------------------------
