@@ -55,6 +55,7 @@ class EngineOptions:
     max_events: int = 200_000
     acs_tol: float = 1e-7
     acs_max_iter: int = 2000
+    acs_burst: int = 5
 
 
 def solve_linear(J: Array, rhs: Array) -> tuple[Array, bool, float]:
@@ -95,7 +96,7 @@ def det_sign(J: Array) -> float:
 
 
 def acs(model: Model, sp: SPRegularizer, X: Array, y: Array, lam: float, init: Params,
-        tol: float, max_iter: int) -> Params:
+        tol: float, max_iter: int) -> tuple[Params, int, bool]:
     """Plain ACS (GAGA Algorithm 1) at one age, stopped when ``v`` changes by ``<= tol``.
 
     Convergence is judged on ``v`` only; the Newton polish that follows makes the
@@ -103,13 +104,13 @@ def acs(model: Model, sp: SPRegularizer, X: Array, y: Array, lam: float, init: P
     """
     params = init
     v = sp.v_star(model.losses(params, X, y), lam)
-    for _ in range(max_iter):
+    for it in range(1, max_iter + 1):
         params = model.fit_weighted(X, y, v, warm=params)
         v_new = sp.v_star(model.losses(params, X, y), lam)
         if np.max(np.abs(v_new - v), initial=0.0) <= tol:
-            break
+            return params, it, True
         v = v_new
-    return params
+    return params, max_iter, False
 
 
 class _Tracker:
@@ -216,11 +217,19 @@ class _Tracker:
         boundary that it leaves at once).
         """
         self.n_restarts += 1
-        p = acs(self.model, self.sp, self.X, self.y, lam, params, self.o.acs_tol, self.o.acs_max_iter)
-        self.sys.init_from(p, lam)
-        res = self.polish(lam)
-        ok = res <= 1e3 * self.o.newton_tol and self.sys.consistent(lam, self.o.event_tol).size == 0
-        return ok and self.can_continue(lam)
+        p = params
+        done, burst = 0, self.o.acs_burst
+        while True:
+            p, it, conv = acs(self.model, self.sp, self.X, self.y, lam, p, self.o.acs_tol, burst)
+            done += it
+            self.sys.init_from(p, lam)
+            res = self.polish(lam)
+            ok = (res <= 1e3 * self.o.newton_tol
+                  and self.sys.consistent(lam, self.o.event_tol).size == 0
+                  and self.can_continue(lam))
+            if ok or conv or done >= self.o.acs_max_iter:
+                return ok
+            burst *= 2
 
     def can_continue(self, lam: float) -> bool:
         """Every event function stays >= 0 a small step ``eps`` after ``lam``."""
@@ -372,6 +381,18 @@ class _Tracker:
             moved.update(new)
             moves += sysm.move(np.array(new), lam)
         if ok:
+            vec_new, b_new = sysm.full_vector()
+            vec_old = before.coef if before.coef is not None else before.dual_coef
+            gap = max(float(np.abs(vec_new - vec_old).max(initial=0.0)), abs(b_new - before.intercept))
+            if gap > 1e-7 * (1.0 + float(np.abs(vec_old).max(initial=0.0))):
+                # the new sets give a partial optimum at the same age, but not continuously
+                # (v* jumps, e.g. the hard regularizer): a jump point, warm-started by Newton
+                self.events.append({"lam": float(lam), "kind": "jump", "moves": moves,
+                                    "reason": "discontinuous: new partial optimum found by Newton"})
+                self.n_restarts += 1
+                self.seg += 1
+                self.record(lam, "after")
+                return lam
             self.events.append({"lam": float(lam), "kind": "turning", "moves": moves})
             self.seg += 1
             self.record(lam, "after")
