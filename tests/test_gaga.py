@@ -263,14 +263,25 @@ def test_hard_regularizer_path_is_piecewise_constant_with_only_jumps():
     for s in np.unique(path.segment):
         seg = path.coef[path.segment == s]
         assert np.abs(seg - seg[0]).max() <= 1e-10
-    kkt = point_kkt(path, get_model("lasso", alpha=0.01), get_sp("hard"), X, y)
-    assert kkt.max() <= 1e-6
+    model = get_model("lasso", alpha=0.01)
+    kkt = point_kkt(path, model, get_sp("hard"), X, y)
+    ends = np.isin(path.point_kind, ["critical", "before"])
+    assert kkt[~ends].max() <= 1e-6
+    # at a jump the old solution has a loss exactly at lam, where v = 0 and v = 1 are both
+    # optimal: it is a partial optimum with that tie resolved the old way (closed or open E)
+    for lam, w in zip(path.lambdas[ends], path.coef[ends], strict=True):
+        p = Params(coef=w)
+        ell = model.losses(p, X, y)
+        closed = (ell <= lam * (1 + 1e-9)).astype(float)
+        open_ = (ell < lam * (1 - 1e-9)).astype(float)
+        assert min(model.kkt_violation(p, X, y, closed), model.kkt_violation(p, X, y, open_)) <= 1e-6
 
 
 def test_all_samples_hard_at_lam_min_and_empty_active_set():
     X, y = reg_data(n=40, noise=0.0)
     y = 3.0 * y + 4.0 * np.sign(y)  # every loss >= 8 > lam_min: all samples in D, w = 0
-    path = age_path(X, y, model="lasso", sp="linear", lam_range=(0.5, 12.0), alpha=0.01)
+    path = age_path(X, y, model="lasso", sp="linear", lam_range=(0.5, 12.0), alpha=0.01,
+                    init=Params(coef=np.zeros(X.shape[1])))
     assert np.all(path.coef[0] == 0)
     model, sp = get_model("lasso", alpha=0.01), get_sp("linear")
     assert np.all(sp.v_star(model.losses(Params(coef=path.coef[0]), X, y), 0.5) == 0)
