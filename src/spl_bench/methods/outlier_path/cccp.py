@@ -50,11 +50,13 @@ def project_feasible(alpha: Array, y: Array, lo: Array, hi: Array) -> Array:
 
 def smo_box(
     Q: Array, y: Array, lo: Array, hi: Array, alpha0: Array | None = None,
-    tol: float = 1e-8, max_iter: int = 200_000,
+    tol: float = 1e-8, max_iter: int = 50_000,
 ) -> tuple[Array, float, int]:
     """Solve ``min a^T Q a / 2 - sum a  s.t.  lo <= a <= hi, y^T a = 0`` by SMO.
 
     Returns ``(alpha, b, n_iter)``; ``b`` is the intercept of ``f = sum a_j y_j K_j + b``.
+    ``n_iter == max_iter`` means the gap ``tol`` was not reached (slow for linear kernels
+    with large C: a pure-numpy SMO pays Python overhead per pair update).
     """
     n = len(y)
     alpha = project_feasible(np.zeros(n) if alpha0 is None else alpha0, y, lo, hi)
@@ -104,6 +106,7 @@ class CCCPSolution:
     n_outer: int
     n_inner: int
     objective: float
+    n_unconverged: int = 0
 
 
 def cccp(
@@ -118,6 +121,7 @@ def cccp(
     alpha, b = alpha0.copy(), float(b0)
     out_prev: Array | None = None
     n_inner = 0
+    n_unconv = 0
     k = 0
     for k in range(1, max_outer + 1):  # noqa: B007
         m = Q @ alpha + y * b
@@ -128,10 +132,12 @@ def cccp(
         hi = np.where(out, C * theta, C)
         alpha, b, it = smo_box(Q, y, lo, hi, alpha, tol=tol)
         n_inner += it
+        n_unconv += it >= 50_000
         out_prev = out
     # report alpha in the representation of the path (a_i = C theta on outliers is the
     # same function: the box only fixes which bound is attained)
-    return CCCPSolution(theta, s, alpha, b, k, n_inner, rsvm_objective(alpha, b, Q, y, C, theta, s))
+    obj = rsvm_objective(alpha, b, Q, y, C, theta, s)
+    return CCCPSolution(theta, s, alpha, b, k, n_inner, obj, n_unconv)
 
 
 def cccp_sequence(

@@ -233,6 +233,7 @@ class CCCP(_KernelSVMEstimator):
         Q = np.outer(y, y) * K
         models: list[Params] = []
         self.n_outer_ = 0
+        self.n_unconverged_ = 0
         t0 = time.perf_counter()
         for C in self._C_values():
             a0, b0 = svm_dual(K, y, C)
@@ -242,12 +243,13 @@ class CCCP(_KernelSVMEstimator):
                 self.candidate_params_.append({"C": C, variant: sol.theta if variant == "theta" else sol.s})
                 models.append(self._params(sol.alpha, sol.b))
                 self.n_outer_ += sol.n_outer
+                self.n_unconverged_ += sol.n_unconverged
         self.fit_time_ = time.perf_counter() - t0
         self.candidate_models_ = models
 
     def run_info(self) -> dict[str, Any]:
         return {"n_candidates": len(self.candidate_params_), "n_cccp_iterations": self.n_outer_,
-                "fit_time": self.fit_time_}
+                "n_smo_unconverged": self.n_unconverged_, "fit_time": self.fit_time_}
 
 
 class CSVM(_KernelSVMEstimator):
