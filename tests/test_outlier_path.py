@@ -93,8 +93,8 @@ def theorem4_violation(alpha, b, K, y, C, theta, s, inlier=None):
             viol = max(viol, abs(ai - C))  # (10c)
         elif mi < s - TOL:
             viol = max(viol, abs(ai - C * theta))  # (10d)
-    if inlier is not None:  # the stored partition agrees with the margins
-        viol = max(viol, float(np.max(np.where(inlier, s - m, m - s), initial=-1.0)) + 0.0 * viol)
+    if inlier is not None:  # the stored partition is the polytope (3): inliers m >= s, outliers m <= s
+        viol = max(viol, float(np.max(np.where(inlier, s - m, m - s))))
     gap = float(np.min(np.abs(m - s)))  # (10e): nobody on the boundary
     return viol, gap
 
