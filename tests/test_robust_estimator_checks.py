@@ -22,8 +22,8 @@ from spl_bench.methods.robust.robust_svm import RobustSVC
 
 @pytest.mark.parametrize(
     "estimator",
-    [HuberLasso(), LSSVMRegressor(), RLSSVMRegressor(), ReLSSVMRegressor(), RobustSVC()],
-    ids=lambda e: type(e).__name__,
+    [HuberLasso(), HuberLasso(solver="lbfgs"), LSSVMRegressor(), RLSSVMRegressor(), ReLSSVMRegressor(), RobustSVC()],
+    ids=lambda e: f"{type(e).__name__}-{getattr(e, 'solver', '')}",
 )
 def test_check_estimator(estimator: BaseEstimator) -> None:
     with warnings.catch_warnings():

@@ -40,8 +40,9 @@ def test_equals_lasso_when_threshold_exceeds_every_residual(seed: int, alpha: fl
     assert hl.intercept_ == pytest.approx(ref.intercept_, abs=1e-6)
 
 
+@pytest.mark.parametrize("solver", ["skglm", "lbfgs"])
 @pytest.mark.parametrize("seed, eps", [(0, 0.05), (1, 0.2), (2, 1.0)])
-def test_equals_extended_lasso_of_nasrabadi(seed: int, eps: float) -> None:
+def test_equals_extended_lasso_of_nasrabadi(seed: int, eps: float, solver: str) -> None:
     """min_{w,b,e} 1/(2n)|y - Xw - b - e|^2 + alpha|w|_1 + eps/n |e|_1 gives the same (w, b)."""
     X, y, _ = sparse_regression(seed)
     n = len(y)
@@ -52,7 +53,7 @@ def test_equals_extended_lasso_of_nasrabadi(seed: int, eps: float) -> None:
     alpha = 0.02
     c = n * alpha / eps  # e = c u turns eps/n |e|_1 into alpha |u|_1
     aug = Lasso(alpha=alpha, tol=1e-13, max_iter=500_000).fit(np.hstack([X, c * np.eye(n)]), y)
-    hl = HuberLasso(alpha=alpha, epsilon=eps, tol=1e-10).fit(X, y)
+    hl = HuberLasso(alpha=alpha, epsilon=eps, tol=1e-10, solver=solver).fit(X, y)
     np.testing.assert_allclose(hl.coef_, aug.coef_[: X.shape[1]], atol=1e-5)
     assert hl.intercept_ == pytest.approx(aug.intercept_, abs=1e-5)
     # the objective of (HL) at the skglm solution is below the one at the Lasso's
@@ -84,6 +85,21 @@ def test_bad_parameters_raise_config_error() -> None:
         HuberLasso(alpha=0.0).fit(X, y)
     with pytest.raises(ConfigError, match="epsilon"):
         HuberLasso(epsilon=-1.0).fit(X, y)
+    with pytest.raises(ConfigError, match="solver"):
+        HuberLasso(solver="cvxpy").fit(X, y)
+
+
+def test_lbfgs_solver_matches_skglm_on_a_collinear_design() -> None:
+    """Two solvers of (HL) agree where coordinate descent struggles (duplicated columns)."""
+    X, y, _ = sparse_regression(5, n=120, d=6)
+    X = np.hstack([X, X[:, :2] + 1e-9 * np.arange(120)[:, None]])  # near-duplicate columns
+    y = y.copy()
+    y[:30] += 5.0
+    a = HuberLasso(alpha=0.01, epsilon=0.2, solver="skglm", tol=1e-10).fit(X, y)
+    b = HuberLasso(alpha=0.01, epsilon=0.2, solver="lbfgs", tol=1e-10).fit(X, y)
+    assert b.converged_
+    assert b.objective(X, y) == pytest.approx(a.objective(X, y), rel=1e-7, abs=1e-12)
+    np.testing.assert_allclose(b.predict(X), a.predict(X), atol=1e-4)
 
 
 def test_method_candidates_are_the_grid() -> None:

@@ -16,7 +16,11 @@ problem is the Huber-loss Lasso
 
 This is the "special case of the generalized model" GAGA uses (full observation,
 identity corruption matrix).  (HL) is solved by skglm's coordinate descent with
-its ``Huber`` datafit and ``L1`` penalty; its objective is exactly (HL).
+its ``Huber`` datafit and ``L1`` penalty (``solver="skglm"``); its objective is
+exactly (HL).  On strongly collinear designs (ailerons has exactly collinear
+columns) coordinate descent is slow, so ``solver="lbfgs"`` solves the same (HL)
+with scipy's L-BFGS-B on the split ``w = p - q``, ``p, q >= 0``, where (HL) is
+smooth: ``1/n sum_i H(r_i) + alpha 1^T (p + q)``.
 When ``epsilon`` exceeds every residual of the solution, (HL) is the Lasso
 objective of scikit-learn and both give the same solution.
 """
@@ -28,14 +32,16 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy.optimize import minimize
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from spl_bench.errors import check_positive
+from spl_bench.errors import ConfigError, check_positive
 from spl_bench.methods.robust._grid import GridMethod
 
 Array = np.ndarray
+SOLVERS = ("skglm", "lbfgs")
 
 
 def huber(r: ArrayLike, epsilon: float) -> Array:
@@ -58,7 +64,10 @@ class HuberLasso(RegressorMixin, BaseEstimator):
     tol : float
         Stopping tolerance of skglm's Anderson-accelerated coordinate descent.
     max_iter, max_epochs : int
-        Outer (working-set) iterations and inner epochs of the solver.
+        skglm: outer (working-set) iterations and inner epochs; lbfgs: ``max_iter``
+        times 100 is the iteration limit.
+    solver : {"skglm", "lbfgs"}
+        skglm's Anderson coordinate descent or scipy's L-BFGS-B on the split problem.
     """
 
     def __init__(
@@ -69,6 +78,7 @@ class HuberLasso(RegressorMixin, BaseEstimator):
         tol: float = 1e-8,
         max_iter: int = 100,
         max_epochs: int = 50_000,
+        solver: str = "skglm",
     ) -> None:
         self.alpha = alpha
         self.epsilon = epsilon
@@ -76,17 +86,28 @@ class HuberLasso(RegressorMixin, BaseEstimator):
         self.tol = tol
         self.max_iter = max_iter
         self.max_epochs = max_epochs
+        self.solver = solver
 
     def fit(self, X: ArrayLike, y: ArrayLike) -> HuberLasso:
         """Solve (HL) on ``(X, y)``."""
+        alpha = check_positive("huber_lasso alpha", self.alpha)
+        epsilon = check_positive("huber_lasso epsilon", self.epsilon)
+        if self.solver not in SOLVERS:
+            raise ConfigError(f"huber_lasso solver must be one of {SOLVERS}, got {self.solver!r}")
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+        y = np.asarray(y, dtype=float)
+        if self.solver == "skglm":
+            self._fit_skglm(X, y, alpha, epsilon)
+        else:
+            self._fit_lbfgs(X, y, alpha, epsilon)
+        return self
+
+    def _fit_skglm(self, X: Array, y: Array, alpha: float, epsilon: float) -> None:
         from skglm import GeneralizedLinearEstimator
         from skglm.datafits import Huber
         from skglm.penalties import L1
         from skglm.solvers import AndersonCD
 
-        alpha = check_positive("huber_lasso alpha", self.alpha)
-        epsilon = check_positive("huber_lasso epsilon", self.epsilon)
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
         solver = AndersonCD(
             fit_intercept=bool(self.fit_intercept),
             tol=float(self.tol),
@@ -101,7 +122,37 @@ class HuberLasso(RegressorMixin, BaseEstimator):
         self.coef_ = np.asarray(est.coef_, dtype=float).ravel().copy()
         self.intercept_ = float(np.ravel(est.intercept_)[0]) if self.fit_intercept else 0.0
         self.n_iter_ = int(np.ravel(est.n_iter_)[0]) if np.size(est.n_iter_) else 0
-        return self
+
+    def _fit_lbfgs(self, X: Array, y: Array, alpha: float, epsilon: float) -> None:
+        n, d = X.shape
+        fit_b = bool(self.fit_intercept)
+
+        def fun(z: Array) -> tuple[float, Array]:
+            w = z[:d] - z[d : 2 * d]
+            b = z[-1] if fit_b else 0.0
+            r = y - X @ w - b
+            psi = np.clip(r, -epsilon, epsilon)  # H'(r)
+            value = huber(r, epsilon).mean() + alpha * z[: 2 * d].sum()
+            gw = -(X.T @ psi) / n
+            grad = np.concatenate([gw + alpha, -gw + alpha, [-psi.mean() if fit_b else 0.0]])
+            return float(value), grad
+
+        bounds = [(0.0, None)] * (2 * d) + [(None, None) if fit_b else (0.0, 0.0)]
+        z0 = np.zeros(2 * d + 1)
+        if fit_b:
+            z0[-1] = float(np.median(y))
+        res = minimize(
+            fun,
+            z0,
+            jac=True,
+            method="L-BFGS-B",
+            bounds=bounds,
+            options={"maxiter": 100 * int(self.max_iter), "ftol": 1e-15, "gtol": float(self.tol)},
+        )
+        self.converged_ = bool(res.success)
+        self.coef_ = res.x[:d] - res.x[d : 2 * d]
+        self.intercept_ = float(res.x[-1]) if fit_b else 0.0
+        self.n_iter_ = int(res.nit)
 
     def predict(self, X: ArrayLike) -> Array:
         """``X w + b``."""
@@ -127,7 +178,7 @@ class HuberLassoMethod(GridMethod):
         L1 weights to try.
     epsilon : float or list of float
         Huber thresholds to try.
-    fit_intercept : bool
+    fit_intercept, solver
         Passed to every :class:`HuberLasso`.
     """
 
@@ -144,11 +195,13 @@ class HuberLassoMethod(GridMethod):
         alpha: float | list[float] | None = None,
         epsilon: float | list[float] = (0.1, 0.2, 0.3),
         fit_intercept: bool = True,
+        solver: str = "skglm",
     ) -> None:
         super().__init__(model=model, model_params=model_params, sp=sp, sp_params=sp_params)
         self.alpha = alpha
         self.epsilon = epsilon
         self.fit_intercept = fit_intercept
+        self.solver = solver
 
     def make_estimator(self, **params: Any) -> HuberLasso:
-        return HuberLasso(fit_intercept=self.fit_intercept, **params)
+        return HuberLasso(fit_intercept=self.fit_intercept, solver=self.solver, **params)
