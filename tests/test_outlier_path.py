@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from sklearn.metrics.pairwise import linear_kernel, rbf_kernel
 from sklearn.svm import SVC
 
-from spl_bench.methods.outlier_path import outlier_path_s, outlier_path_theta
+from spl_bench.methods.outlier_path import OutlierPathResult, outlier_path_s, outlier_path_theta
 
 TOL = 1e-7
 
@@ -196,6 +196,18 @@ def test_dsteps_strictly_decrease_the_objective(seed, kind, C, variant):
         assert now == pytest.approx(jump.objective_after, rel=1e-9, abs=1e-9)
         chain = [jump.objective_before, *jump.objectives]
         assert all(b < a for a, b in zip(chain, chain[1:], strict=False))
+
+
+def test_path_file_round_trip(tmp_path):
+    X, y = make_data(15, n=40, d=3)
+    res = outlier_path_theta(kernel(X, "rbf"), y, 2.0)
+    back = OutlierPathResult.load(res.save(tmp_path / "op_theta", meta={"data": "toy"}))
+    assert np.array_equal(back.params, res.params) and np.array_equal(back.alphas, res.alphas)
+    assert [j.objective_after for j in back.jumps] == [j.objective_after for j in res.jumps]
+    for t in (0.77, 0.31):
+        a0, b0 = res.solution_at(t)
+        a1, b1 = back.solution_at(t)
+        assert np.array_equal(a0, a1) and b0 == b1
 
 
 def test_path_has_jumps_and_theta_start_is_the_svm():

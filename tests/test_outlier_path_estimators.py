@@ -115,6 +115,8 @@ def test_op_s_and_cccp_and_csvm_estimators(tmp_path):
     assert [p["s"] for p in ops.candidate_params_][-1] == 0.0
     file = ops.save_path(tmp_path / "path.csv")
     assert len(file.read_text().splitlines()) == len(ops.candidate_params_) + 1
+    (npz,) = ops.save_paths(tmp_path)
+    assert npz.name == "op_s_C=1.npz" and npz.exists()
     cc = CCCP(model_params=mp, variant="s", C_grid=[0.1, 1.0]).fit(X, y)
     s_vals = [p["s"] for p in cc.candidate_params_[:5]]
     assert s_vals[-1] == 0.0 and s_vals[0] < 0 and s_vals[2] == pytest.approx(0.5 * s_vals[0])

@@ -192,6 +192,13 @@ class OutlierPath(_KernelSVMEstimator):
         return file
 
 
+    def save_paths(self, directory: str | Path) -> list[Path]:
+        """Write every path (one per C) as ``op_<variant>_C=<C>.npz`` (:meth:`OutlierPathResult.save`)."""
+        directory = Path(directory)
+        meta = {"kernel": self.model_.kernel, "gamma": self.gamma_, "n_train": len(self.y_fit_)}
+        return [p.save(directory / f"op_{self.variant}_C={p.C:g}.npz", meta=meta) for p in self.paths_]
+
+
 def cccp_values(variant: str, n_candidates: int, s_init: float) -> Array:
     """The paper's candidates: theta in {1, .75, .5, .25, 0}; s in s_init * {1, .75, .5, .25, 0}."""
     frac = np.linspace(1.0, 0.0, n_candidates)

@@ -38,7 +38,10 @@ for ``s = 0`` or ``theta = 0``.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -120,6 +123,52 @@ class OutlierPathResult:
     @property
     def intercepts(self) -> Array:
         return np.array([bp.b for bp in self.breakpoints])
+
+    # ------------------------------------------------------------ persistence
+    def save(self, path: str | Path, meta: dict[str, Any] | None = None) -> Path:
+        """Write the path as ``.npz`` (arrays plus JSON jumps/metadata, like GAGA's AgePath)."""
+        path = Path(path)
+        if path.suffix != ".npz":
+            path = path.with_suffix(".npz")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        n = len(self.breakpoints[0].alpha) if self.breakpoints else 0
+        info = {
+            "variant": self.variant, "C": self.C, "n_events": self.n_events, "n_bmoves": self.n_bmoves,
+            "failed": self.failed, "meta": meta or {},
+            "jumps": [{"param": j.param, "objective_before": j.objective_before,
+                       "objective_after": j.objective_after, "objectives": list(j.objectives),
+                       "n_dsteps": j.n_dsteps, "n_swapped": j.n_swapped} for j in self.jumps],
+        }
+        bps = self.breakpoints
+        arrays = {
+            "params": self.params,
+            "dual_coef": self.alphas if bps else np.zeros((0, n)),
+            "intercept": self.intercepts,
+            "point_kind": np.array([bp.kind for bp in bps], dtype=str),
+            "objective": np.array([bp.objective for bp in bps]),
+            "inlier": np.array([bp.inlier for bp in bps], dtype=bool).reshape(len(bps), n),
+            "jump_dual_coef_before": np.array([j.alpha_before for j in self.jumps]).reshape(len(self.jumps), n),
+            "jump_intercept_before": np.array([j.b_before for j in self.jumps]),
+        }
+        np.savez_compressed(path, info=np.array(json.dumps(info, default=str)), **arrays)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> OutlierPathResult:
+        """Read a path written by :meth:`save`."""
+        with np.load(Path(path), allow_pickle=False) as z:
+            info = json.loads(str(z["info"]))
+            res = cls(info["variant"], float(info["C"]), n_events=int(info["n_events"]),
+                      n_bmoves=int(info["n_bmoves"]), failed=info["failed"])
+            for k in range(len(z["params"])):
+                res.breakpoints.append(Breakpoint(float(z["params"][k]), z["dual_coef"][k].copy(),
+                                                  float(z["intercept"][k]), str(z["point_kind"][k]),
+                                                  float(z["objective"][k]), z["inlier"][k].copy()))
+            for k, j in enumerate(info["jumps"]):
+                res.jumps.append(Jump(j["param"], j["objective_before"], j["objective_after"], j["objectives"],
+                                      j["n_dsteps"], j["n_swapped"], z["jump_dual_coef_before"][k].copy(),
+                                      float(z["jump_intercept_before"][k])))
+        return res
 
     def solution_at(self, value: float) -> tuple[Array, float]:
         """The exact path solution ``(alpha, b)`` at ``theta = value`` (or ``s = value``).
