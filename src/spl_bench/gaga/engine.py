@@ -177,13 +177,13 @@ class _Tracker:
     def polish(self, lam: float, max_rounds: int = 100) -> float:
         """Newton on ``F`` with the current sets, re-assigning violated indices until consistent."""
         for _ in range(max_rounds):
-            theta, res = self.newton(self.sys.theta(), lam, max_iter=30)
+            theta, res = self.newton(self.sys.theta(), lam, max_iter=15)
             self.sys.set_theta(theta)
             bad = self.sys.consistent(lam, tol=self.o.event_tol)
             if bad.size == 0:
                 return res
             self.sys.move(bad, lam)
-        theta, res = self.newton(self.sys.theta(), lam, max_iter=30)
+        theta, res = self.newton(self.sys.theta(), lam, max_iter=15)
         self.sys.set_theta(theta)
         return np.inf
 
@@ -219,11 +219,17 @@ class _Tracker:
         self.n_restarts += 1
         p = params
         done, burst = 0, self.o.acs_burst
+        # cheapest first: the polish alone, started from params with sets re-derived at lam
+        self.sys.init_from(p, lam)
+        res = self.polish(lam, max_rounds=10)
+        if (res <= 1e3 * self.o.newton_tol and self.sys.consistent(lam, self.o.event_tol).size == 0
+                and self.can_continue(lam)):
+            return True
         while True:
             p, it, conv = acs(self.model, self.sp, self.X, self.y, lam, p, self.o.acs_tol, burst)
             done += it
             self.sys.init_from(p, lam)
-            res = self.polish(lam)
+            res = self.polish(lam, max_rounds=20)
             ok = (res <= 1e3 * self.o.newton_tol
                   and self.sys.consistent(lam, self.o.event_tol).size == 0
                   and self.can_continue(lam))
