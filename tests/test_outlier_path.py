@@ -171,7 +171,7 @@ def test_op_s_path_matches_svc_on_inliers(kind, C, d, seed):
         assert np.max(np.abs((K @ (a * y) + b)[bp.inlier] - f_in)) <= 1e-6
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 10_000),
     kind=st.sampled_from(["rbf", "linear"]),
@@ -192,9 +192,18 @@ def test_dsteps_strictly_decrease_the_objective(seed, kind, C, variant):
         after = next(bp for bp in res.breakpoints if bp.param == jump.param and bp.kind == "jump")
         before = objective(jump.alpha_before, jump.b_before, K, y, C, theta, s)
         now = objective(after.alpha, after.b, K, y, C, theta, s)
-        assert now < before - 1e-12
         assert now == pytest.approx(jump.objective_after, rel=1e-9, abs=1e-9)
         chain = [jump.objective_before, *jump.objectives]
+        if jump.degenerate:
+            # the last D-step did not move f at all (pinned by a rank-deficient kernel):
+            # same decision values, and only possible for the linear kernel (rank <= d + 1)
+            assert kind == "linear"
+            f_before = K @ (jump.alpha_before * y) + jump.b_before
+            if len(chain) == 2:
+                assert np.max(np.abs(K @ (after.alpha * y) + after.b - f_before)) <= 1e-8
+            chain = chain[:-1]
+        else:
+            assert now < before - 1e-12
         assert all(b < a for a, b in zip(chain, chain[1:], strict=False))
 
 

@@ -97,6 +97,9 @@ class Jump:
     n_swapped: int
     alpha_before: Array
     b_before: float
+    #: the last D-step did not decrease the objective: f is pinned (alpha not unique, e.g. a
+    #: linear kernel with d + 1 active points) and the solution is accepted as it is
+    degenerate: bool = False
 
 
 @dataclass
@@ -137,7 +140,8 @@ class OutlierPathResult:
             "failed": self.failed, "meta": meta or {},
             "jumps": [{"param": j.param, "objective_before": j.objective_before,
                        "objective_after": j.objective_after, "objectives": list(j.objectives),
-                       "n_dsteps": j.n_dsteps, "n_swapped": j.n_swapped} for j in self.jumps],
+                       "n_dsteps": j.n_dsteps, "n_swapped": j.n_swapped, "degenerate": j.degenerate}
+                      for j in self.jumps],
         }
         bps = self.breakpoints
         arrays = {
@@ -167,7 +171,7 @@ class OutlierPathResult:
             for k, j in enumerate(info["jumps"]):
                 res.jumps.append(Jump(j["param"], j["objective_before"], j["objective_after"], j["objectives"],
                                       j["n_dsteps"], j["n_swapped"], z["jump_dual_coef_before"][k].copy(),
-                                      float(z["jump_intercept_before"][k])))
+                                      float(z["jump_intercept_before"][k]), bool(j["degenerate"])))
         return res
 
     def solution_at(self, value: float) -> tuple[Array, float]:
@@ -537,6 +541,7 @@ def _dstep_chain(eng: _Engine, res: OutlierPathResult, param: float, max_events:
     n_sw = 0
     n_d = 0
     prev = j0
+    degenerate = False
     while eng.boundary().size:
         n_sw += eng.dstep(max_events)
         n_d += 1
@@ -545,11 +550,12 @@ def _dstep_chain(eng: _Engine, res: OutlierPathResult, param: float, max_events:
             # no strict decrease (Theorem 3 needs a unique alpha; with a rank-deficient
             # kernel f can be pinned): f is conditionally optimal on both sides, accept it
             eng.settle_boundary()
+            degenerate = True
             break
         prev = objs[-1]
         if n_d > 4 * eng.n + 10:
             raise DegenerateStepError("D-steps do not terminate")
-    res.jumps.append(Jump(param, j0, objs[-1], objs, n_d, n_sw, a0, b0))
+    res.jumps.append(Jump(param, j0, objs[-1], objs, n_d, n_sw, a0, b0, degenerate))
     _record(res, _snapshot(eng, param, "jump"))
 
 
