@@ -132,9 +132,7 @@ def test_front_is_non_dominated_and_reproducible(lasso_fit):
     np.testing.assert_array_equal(a.front_genomes_, b.front_genomes_)
     np.testing.assert_array_equal(a.predict_candidates(X), b.predict_candidates(X))
     assert a.candidate_params_ == b.candidate_params_
-    assert a.front_genomes_.shape != c.front_genomes_.shape or not np.array_equal(
-        a.front_genomes_, c.front_genomes_
-    )
+    assert a.front_genomes_.shape != c.front_genomes_.shape or not np.array_equal(a.front_genomes_, c.front_genomes_)
 
 
 def test_refit_is_exact_and_weakly_improves_f1(lasso_fit):
@@ -242,7 +240,6 @@ def test_geatpy_backend_needs_geatpy():
     else:
         with pytest.raises(ConfigError, match="geatpy"):
             est.fit(X, y)
-
 
 
 @pytest.mark.slow

@@ -303,9 +303,7 @@ class MOSPL(SPLEstimator):
         xu = np.append(half, 1.0 / float(self.lam_min))
         return xl, xu
 
-    def _initial_population(
-        self, rng: np.random.Generator, xl: Array, xu: Array, theta_full: Array
-    ) -> Array | None:
+    def _initial_population(self, rng: np.random.Generator, xl: Array, xu: Array, theta_full: Array) -> Array | None:
         if self.init == "random":
             return None  # the back-end's uniform sampling in the box
         p, m = int(self.pop_size), xl.size
