@@ -12,7 +12,8 @@ from sklearn.svm import SVC
 
 from spl_bench.errors import ConfigError
 from spl_bench.methods.outlier_path import CCCP, CSVM, OutlierPath
-from spl_bench.methods.outlier_path.cccp import cccp, smo_box
+from spl_bench.methods.outlier_path.cccp import box_homotopy, cccp, smo_box
+from spl_bench.methods.outlier_path.path import polished_svm
 from spl_bench.models import get_model
 
 
@@ -61,6 +62,34 @@ def test_smo_shifted_box_matches_slsqp():
     assert np.max(np.abs(K @ ((a - res.x) * y))) < 1e-4
 
 
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(0, 5000), kind=st.sampled_from(["rbf", "linear"]), theta=st.sampled_from([0.0, 0.4]))
+def test_box_homotopy_matches_slsqp(seed, kind, theta):
+    """The exact warm-started CCCP subproblem solver against SLSQP on the new box."""
+    X, y = make_data(seed, n=18, d=4)
+    K = rbf_kernel(X, gamma=0.5) if kind == "rbf" else X @ X.T
+    Q = np.outer(y, y) * K
+    C = 1.0
+    a0, b0 = polished_svm(K, y, C)
+    m = y * (K @ (a0 * y) + b0)
+    out = m < np.sort(m)[4]  # the 4 smallest margins become the linearisation's outliers
+    lo = np.where(out, -C * (1 - theta), 0.0)
+    hi = np.where(out, C * theta, C)
+    a, b, _ = box_homotopy(Q, y, a0, b0, np.zeros(len(y)), np.full(len(y), C), lo, hi)
+    res = minimize(
+        lambda v: 0.5 * v @ Q @ v - v.sum(), np.clip(a0, lo, hi), jac=lambda v: Q @ v - 1.0,
+        bounds=list(zip(lo, hi, strict=True)), constraints=[{"type": "eq", "fun": lambda v: y @ v}],
+        method="SLSQP", options={"ftol": 1e-15, "maxiter": 2000},
+    )
+    assert np.all(a >= lo - 1e-9) and np.all(a <= hi + 1e-9) and abs(a @ y) < 1e-9
+    assert 0.5 * a @ Q @ a - a.sum() <= res.fun + 1e-9
+    # KKT with the returned intercept: margin > 1 at lo, < 1 at hi, = 1 in between
+    mm = y * (K @ (a * y) + b)
+    free = (a > lo + 1e-9) & (a < hi - 1e-9)
+    assert np.all(np.abs(mm[free] - 1) < 1e-8)
+    assert np.all(mm[a <= lo + 1e-9] >= 1 - 1e-8) and np.all(mm[a >= hi - 1e-9] <= 1 + 1e-8)
+
+
 @pytest.mark.parametrize("theta,s", [(0.5, 0.0), (0.0, 0.0), (0.0, -0.5)])
 def test_cccp_decreases_the_objective_and_is_a_fixed_point(theta, s):
     X, y = make_data(5, n=40)
@@ -76,7 +105,10 @@ def test_cccp_decreases_the_objective_and_is_a_fixed_point(theta, s):
         ay = a * y
         return 0.5 * ay @ K @ ay + C * ramp(y * (K @ ay + b), theta, s).sum()
 
-    sol = cccp(Q, y, C, theta, s, a0, b0, tol=1e-9)
+    sol = cccp(Q, y, C, theta, s, a0, b0, tol=1e-9, solver="smo")
+    exact = polished_svm(K, y, C)
+    hom = cccp(Q, y, C, theta, s, exact[0], exact[1], solver="homotopy")
+    assert hom.objective == pytest.approx(sol.objective, rel=1e-6)
     assert sol.objective <= J(a0, b0) + 1e-9
     assert sol.objective == pytest.approx(J(sol.alpha, sol.b), rel=1e-9)
     # fixed point: the linearisation set no longer changes and the box KKT holds

@@ -18,8 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import NDArray
 
-from spl_bench.methods.outlier_path.path import Array, rsvm_objective
+from spl_bench.methods.outlier_path.path import Array, DegenerateStepError, rsvm_objective
 
 
 def project_feasible(alpha: Array, y: Array, lo: Array, hi: Array) -> Array:
@@ -93,8 +94,120 @@ def smo_box(
     else:
         up = np.where(pos, alpha < hi, alpha > lo)
         low = np.where(pos, alpha > lo, alpha < hi)
-        b = 0.5 * (float(v[up].max(initial=-1e300)) + float(v[low].min(initial=1e300)))
+        ends = [float(v[up].max())] if np.any(up) else []
+        ends += [float(v[low].min())] if np.any(low) else []
+        b = float(np.mean(ends)) if ends else 0.0
     return alpha, b, it
+
+
+_LO, _FREE, _HI = 0, 1, 2
+
+
+def box_homotopy(
+    Q: Array, y: Array, alpha: Array, b: float, lo0: Array, hi0: Array, lo1: Array, hi1: Array,
+    max_events: int | None = None,
+) -> tuple[Array, float, int]:
+    """Exact solution of the box dual for ``[lo1, hi1]`` from an exact one for ``[lo0, hi0]``.
+
+    The bounds move linearly, ``lo(tau) = lo0 + tau (lo1 - lo0)`` (same for ``hi``), and the
+    optimum follows a piecewise-linear path in ``tau`` (parametric QP, like the C-step):
+    points at a bound move with it, free points (margin 1) and ``b`` solve the KKT system,
+    and the path changes pieces when a free coefficient meets a bound or a margin reaches 1.
+    Returns ``(alpha, b, n_events)``; raises :class:`DegenerateStepError` on a singular system.
+    """
+    n = len(y)
+    alpha = alpha.astype(float).copy()
+    dlo, dhi = lo1 - lo0, hi1 - hi0
+    lo, hi = lo0.astype(float).copy(), hi0.astype(float).copy()
+    scale = max(1.0, float(np.abs(hi0).max()), float(np.abs(lo0).max()))
+    st = np.where(alpha <= lo + 1e-9 * scale, _LO, np.where(alpha >= hi - 1e-9 * scale, _HI, _FREE))
+    max_events = max_events or 20 * n + 100
+    tau, n_ev, last = 0.0, 0, -1
+
+    def solve(A: NDArray[np.intp], rhs: Array) -> Array:
+        M = np.zeros((A.size + 1, A.size + 1))
+        M[:-1, :-1] = Q[np.ix_(A, A)]
+        M[:-1, -1] = y[A]
+        M[-1, :-1] = y[A]
+        try:
+            sol = np.linalg.solve(M, rhs)
+        except np.linalg.LinAlgError as exc:
+            raise DegenerateStepError("singular system in the CCCP box homotopy") from exc
+        if not np.all(np.isfinite(sol)) or np.linalg.norm(M @ sol - rhs) > 1e-6 * (1 + np.abs(rhs).max()):
+            raise DegenerateStepError("ill-conditioned system in the CCCP box homotopy")
+        return sol
+
+    def refresh() -> Array:
+        nonlocal b
+        alpha[st == _LO] = lo[st == _LO]
+        alpha[st == _HI] = hi[st == _HI]
+        A = np.flatnonzero(st == _FREE)
+        if A.size:
+            fix = np.flatnonzero(st != _FREE)
+            rhs = np.concatenate([1.0 - Q[np.ix_(A, fix)] @ alpha[fix], [-(y[fix] @ alpha[fix])]])
+            sol = solve(A, rhs)
+            alpha[A] = sol[:-1]
+            b = float(sol[-1])
+        return Q @ alpha + y * b
+
+    m = refresh()
+    eps = 1e-13
+    while True:
+        q = np.where(st == _LO, dlo, np.where(st == _HI, dhi, 0.0))
+        A = np.flatnonzero(st == _FREE)
+        r = float(y @ q)
+        if A.size == 0 and abs(r) > 1e-12 * max(1.0, float(np.abs(q).max(initial=0.0))):
+            # b-move: slide b with alpha fixed until a point can absorb sum(a y) changes
+            delta = 1.0 if r > 0 else -1.0
+            dm = y * delta
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t = np.where(((st == _LO) & (dm < 0)) | ((st == _HI) & (dm > 0)), (1.0 - m) / dm, np.inf)
+            j = int(np.argmin(t))
+            if not np.isfinite(t[j]):
+                raise DegenerateStepError("no point can become free (CCCP box homotopy)")
+            b += delta * max(t[j], 0.0)
+            st[j] = _FREE
+            last = j
+            m = refresh()
+            continue
+        da = q.copy()
+        db = 0.0
+        if A.size:
+            nz = np.flatnonzero(q)
+            sol = solve(A, -np.concatenate([Q[np.ix_(A, nz)] @ q[nz], [y[nz] @ q[nz]]]))
+            da[A] = sol[:-1]
+            db = float(sol[-1])
+        dm = Q @ da + y * db
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cand = [
+                (np.where((st == _FREE) & (da - dlo < -eps), (alpha - lo) / (dlo - da), np.inf), _LO),
+                (np.where((st == _FREE) & (da - dhi > eps), (hi - alpha) / (da - dhi), np.inf), _HI),
+                (np.where(((st == _LO) & (dm < -eps)) | ((st == _HI) & (dm > eps)), (1.0 - m) / dm, np.inf),
+                 _FREE),
+            ]
+        best_t, best_j, best_new = 1.0 - tau, -1, -1
+        for t, new in cand:
+            t = np.maximum(t, 0.0)
+            if last >= 0 and t[last] <= 1e-12:
+                t[last] = np.inf
+            j = int(np.argmin(t))
+            if t[j] < best_t:
+                best_t, best_j, best_new = float(t[j]), j, new
+        alpha += best_t * da
+        b += best_t * db
+        lo += best_t * dlo
+        hi += best_t * dhi
+        tau += best_t
+        if best_j < 0:
+            lo, hi = lo1.astype(float).copy(), hi1.astype(float).copy()
+            refresh()
+            return alpha, b, n_ev
+        st[best_j] = best_new
+        last = best_j
+        n_ev += 1
+        if n_ev > max_events:
+            raise DegenerateStepError("too many events in the CCCP box homotopy")
+        m = refresh()
 
 
 @dataclass
@@ -107,18 +220,26 @@ class CCCPSolution:
     n_inner: int
     objective: float
     n_unconverged: int = 0
+    lo: Array | None = None  # the box of the last convex subproblem (for warm starts)
+    hi: Array | None = None
 
 
 def cccp(
     Q: Array, y: Array, C: float, theta: float, s: float, alpha0: Array, b0: float,
-    tol: float = 1e-8, max_outer: int = 100,
+    tol: float = 1e-8, max_outer: int = 100, box0: tuple[Array, Array] | None = None,
+    solver: str = "homotopy",
 ) -> CCCPSolution:
     """CCCP for eq. (1) at one ``(theta, s)``, started from ``(alpha0, b0)``.
 
-    Stops when the linearisation set ``O_k`` no longer changes (then the iterate is a
-    fixed point: each further convex subproblem is the same).
+    ``(alpha0, b0)`` must be optimal for the box ``box0`` (default ``[0, C]``: the SVM).
+    Each convex subproblem is solved exactly by :func:`box_homotopy` from the previous
+    one (``solver="homotopy"``; on a degenerate system it falls back to SMO) or by
+    :func:`smo_box` with gap ``tol`` (``solver="smo"``).  Stops when the linearisation set
+    ``O_k`` no longer changes (then the iterate is a fixed point).
     """
     alpha, b = alpha0.copy(), float(b0)
+    n = len(y)
+    lo_cur, hi_cur = box0 if box0 is not None else (np.zeros(n), np.full(n, float(C)))
     out_prev: Array | None = None
     n_inner = 0
     n_unconv = 0
@@ -130,26 +251,37 @@ def cccp(
             break
         lo = np.where(out, -C * (1.0 - theta), 0.0)
         hi = np.where(out, C * theta, C)
-        alpha, b, it = smo_box(Q, y, lo, hi, alpha, tol=tol)
+        done = False
+        if solver == "homotopy":
+            try:
+                alpha, b, it = box_homotopy(Q, y, alpha, b, lo_cur, hi_cur, lo, hi)
+                done = True
+            except DegenerateStepError:
+                n_unconv += 1  # counted as a fallback
+        if not done:
+            alpha, b, it = smo_box(Q, y, lo, hi, alpha, tol=tol)
+            n_unconv += it >= 50_000
         n_inner += it
-        n_unconv += it >= 50_000
+        lo_cur, hi_cur = lo, hi
         out_prev = out
-    # report alpha in the representation of the path (a_i = C theta on outliers is the
-    # same function: the box only fixes which bound is attained)
     obj = rsvm_objective(alpha, b, Q, y, C, theta, s)
-    return CCCPSolution(theta, s, alpha, b, k, n_inner, obj, n_unconv)
+    return CCCPSolution(theta, s, alpha, b, k, n_inner, obj, n_unconv, lo_cur, hi_cur)
 
 
 def cccp_sequence(
     Q: Array, y: Array, C: float, variant: str, values: Array, alpha0: Array, b0: float,
-    tol: float = 1e-8,
+    tol: float = 1e-8, solver: str = "homotopy",
 ) -> list[CCCPSolution]:
-    """CCCP-theta (``s = 0``) or CCCP-s (``theta = 0``) along ``values``, warm-started."""
+    """CCCP-theta (``s = 0``) or CCCP-s (``theta = 0``) along ``values``, warm-started.
+
+    ``(alpha0, b0)`` must be the exact SVM solution when ``solver="homotopy"``.
+    """
     sols: list[CCCPSolution] = []
     a, b = alpha0, b0
+    box = None
     for v in values:
         theta, s = (float(v), 0.0) if variant == "theta" else (0.0, float(v))
-        sol = cccp(Q, y, C, theta, s, a, b, tol=tol)
+        sol = cccp(Q, y, C, theta, s, a, b, tol=tol, box0=box, solver=solver)
         sols.append(sol)
-        a, b = sol.alpha, sol.b
+        a, b, box = sol.alpha, sol.b, (sol.lo, sol.hi)
     return sols

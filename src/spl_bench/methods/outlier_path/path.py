@@ -214,6 +214,15 @@ def svm_dual(K: Array, y: Array, C: float, tol: float = 1e-5) -> tuple[Array, fl
     return np.clip(alpha, 0.0, C), float(est.intercept_[0])
 
 
+def polished_svm(K: Array, y: Array, C: float, init: tuple[Array, float] | None = None) -> tuple[Array, float]:
+    """The exact standard SVM: SVC (or ``init``) polished by the active-set re-solve."""
+    y = np.asarray(y, dtype=float)
+    alpha, b = init if init is not None else svm_dual(K, y, C)
+    eng = _Engine(np.outer(y, y) * K, y, C, theta=1.0, s=-np.inf)
+    eng.start(alpha, b)
+    return eng.alpha.copy(), float(eng.b)
+
+
 # --------------------------------------------------------------------------- engine
 class _Engine:
     """Event-driven tracer of one-parameter piecewise-linear paths of the RSVM KKT system."""
