@@ -569,8 +569,16 @@ def _dstep_chain(eng: _Engine, res: OutlierPathResult, param: float, max_events:
 
 
 def _record(res: OutlierPathResult, bp: Breakpoint) -> None:
-    """Append a breakpoint; one at the same parameter as the last one replaces it."""
-    if res.breakpoints and res.breakpoints[-1].param == bp.param and res.breakpoints[-1].kind != "start":
+    """Append a breakpoint; one at the same parameter as the last one replaces it.
+
+    A zero-length C-step event right after a jump keeps the kind ``jump`` (the jump record
+    refers to it); the start point (the SVM) is never replaced.
+    """
+    last = res.breakpoints[-1] if res.breakpoints else None
+    if last is not None and last.param == bp.param and last.kind != "start":
+        if last.kind == "jump" and bp.kind == "event":
+            bp.kind = "jump"
+            res.jumps[-1].objective_after = bp.objective
         res.breakpoints[-1] = bp
     else:
         res.breakpoints.append(bp)
@@ -659,7 +667,11 @@ def outlier_path_s(
                 _record(res, _snapshot(eng, eng.s, "end" if eng.s >= 0.0 else "event"))
             if eng.s >= 0.0:
                 break
-            eng.s = min(float(eng.m[eng.inl].min()), 0.0)
+            s_next = min(float(eng.m[eng.inl].min()), 0.0)
+            if s_next <= eng.s + tol:
+                # only after a degenerate (pinned-f) jump left an inlier on the boundary
+                raise DegenerateStepError("OP-s cannot move s past a degenerate tie")
+            eng.s = s_next
     except DegenerateStepError as exc:
         res.failed = str(exc)
     res.n_events, res.n_bmoves = eng.n_events, eng.n_bmoves
