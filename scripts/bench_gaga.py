@@ -120,8 +120,7 @@ def main() -> None:
     df = pd.DataFrame(rows)
     stem = "gaga_quick" if args.quick else "gaga"
     df.to_csv(out / f"{stem}.csv", index=False)
-    (out / f"{stem}.md").write_text(df.to_markdown(index=False, floatfmt=".3g") if hasattr(df, "to_markdown")
-                                    else df.to_string())
+    (out / f"{stem}.md").write_text(df.to_string(index=False, float_format=lambda v: f"{v:.3g}") + "\n")
     print(df.to_string())
 
 
