@@ -541,7 +541,21 @@ class _Engine:
 
 # --------------------------------------------------------------------------- drivers
 def _snapshot(eng: _Engine, param: float, kind: str) -> Breakpoint:
-    return Breakpoint(param, eng.alpha.copy(), float(eng.b), kind, eng.objective(), eng.inl.copy())
+    """The current solution as a breakpoint, after checking Theorem 4 (10a-10d) on it.
+
+    A violation (seen only after a collapse to a near-constant classifier, where many
+    margins tie) truncates the path instead of returning a wrong local solution.
+    """
+    a, m, C, s = eng.alpha, eng.Q @ eng.alpha + eng.y * eng.b, eng.C, eng.s
+    tol = 1e-7
+    viol = np.where(m > 1 + tol, np.abs(a), 0.0)
+    viol = np.maximum(viol, np.where(np.abs(m - 1) <= tol, np.maximum(-a, a - C), 0.0))
+    viol = np.maximum(viol, np.where((m > s + tol) & (m < 1 - tol), np.abs(a - C), 0.0))
+    viol = np.maximum(viol, np.where(m < s - tol, np.abs(a - C * eng.theta), 0.0))
+    worst = max(float(viol.max(initial=0.0)), abs(float(a @ eng.y)))
+    if worst > 1e-6 * max(1.0, C):
+        raise DegenerateStepError(f"local-optimality check failed at {kind} {param:.6g} (violation {worst:.2e})")
+    return Breakpoint(param, a.copy(), float(eng.b), kind, eng.objective(), eng.inl.copy())
 
 
 def _dstep_chain(eng: _Engine, res: OutlierPathResult, param: float, max_events: int) -> None:
@@ -564,8 +578,9 @@ def _dstep_chain(eng: _Engine, res: OutlierPathResult, param: float, max_events:
         prev = objs[-1]
         if n_d > 4 * eng.n + 10:
             raise DegenerateStepError("D-steps do not terminate")
+    bp = _snapshot(eng, param, "jump")
     res.jumps.append(Jump(param, j0, objs[-1], objs, n_d, n_sw, a0, b0, degenerate))
-    _record(res, _snapshot(eng, param, "jump"))
+    _record(res, bp)
 
 
 def _record(res: OutlierPathResult, bp: Breakpoint) -> None:
