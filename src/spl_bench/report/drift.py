@@ -22,15 +22,15 @@ SMOKE_CASES: list[list[str]] = [
     ["experiment=gaga_table3", "+table_row=t3_music_n30", "method=acs", "method.lam_step=5.0"],
     ["experiment=gaga_table2", "+table_row=t2_delta_elevators_n30", "method=original"],
     ["experiment=gaga_table2", "+table_row=t2_pendigits_n20", "method=original"],
-    ["experiment=gaga_table5", "+table_row=t5_mfeat_pixel_n30", "method=acs", "method.lam_step=5.0"],
+    ["experiment=gaga_table5", "+table_row=t5_pendigits_n20", "method=acs", "method.lam_step=5.0"],
 ]
 SMOKE_RUNS = 2
 KEY = ["experiment", "dataset", "noise", "method", "model", "sp", "selection", "seed", "metric"]
 
 
-def run_smoke(results_root: str | Path) -> pd.DataFrame:
-    """Run every smoke case into ``results_root``; return their rows (key columns + value, lam)."""
-    for case in SMOKE_CASES:
+def run_smoke(results_root: str | Path, cases: list[list[str]] | None = None) -> pd.DataFrame:
+    """Run the smoke cases (default: all) into ``results_root``; return their rows (key columns + value, lam)."""
+    for case in SMOKE_CASES if cases is None else cases:
         code = cli_main(
             ["run", f"results_root={results_root}", f"protocol.n_runs={SMOKE_RUNS}",
              "progress=false", "print_table=false", *case]
@@ -39,6 +39,12 @@ def run_smoke(results_root: str | Path) -> pd.DataFrame:
             raise RuntimeError(f"smoke case {case} failed with exit code {code}")
     frame = read_results([results_root])
     return frame[[*KEY, "value", "lam"]].sort_values(KEY).reset_index(drop=True)
+
+
+def reference_rows_like(reference: pd.DataFrame, fresh: pd.DataFrame) -> pd.DataFrame:
+    """The reference rows of the (experiment, dataset, method, sp) cells present in ``fresh``."""
+    cell = ["experiment", "dataset", "method", "sp"]
+    return reference.merge(fresh[cell].drop_duplicates(), on=cell, how="inner")
 
 
 def compare(reference: pd.DataFrame, fresh: pd.DataFrame, rtol: float = 1e-6, atol: float = 1e-9) -> list[str]:
