@@ -345,3 +345,19 @@ def test_estimator_candidates_and_run_info():
     assert info["n_restarts"] == est.path_.n_restarts
     est.select(3)
     assert np.array_equal(est.predict(X), P[3])
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10_000), frac=st.floats(0.2, 1.0))
+def test_active_set_weighted_lasso_matches_coordinate_descent(seed, frac):
+    from spl_bench.gaga.engine import weighted_lasso
+
+    X, y = reg_data(n=60, d=8, seed=seed, noise=0.3)
+    rng = np.random.default_rng(seed)
+    v = rng.random(60) * (rng.random(60) < frac)
+    model = get_model("lasso", alpha=0.01)
+    ref = model.fit_weighted(X, y, v).coef
+    w = weighted_lasso(X, y, v, model.penalty_level(60), rng.normal(size=8) * (rng.random(8) < 0.5))
+    if w is not None:  # None means "fall back to the model's solver"
+        assert np.abs(w - ref).max() <= 1e-7 * (1 + np.abs(ref).max())
+        assert model.kkt_violation(Params(coef=w), X, y, v) <= 1e-10
