@@ -39,6 +39,7 @@ for ``s = 0`` or ``theta = 0``.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -336,7 +337,6 @@ class _Engine:
         st, a, m, C = self.st, self.alpha, self.m, self.C
         eps = 1e-13
         best_t, best_j, best_k = limit, -1, "end"
-        inf = np.inf
 
         def consider(mask: NDArray[np.bool_], num: Array, den: Array, kind: str) -> None:
             nonlocal best_t, best_j, best_k
@@ -369,7 +369,6 @@ class _Engine:
             big = 1e-9 * (1.0 + float(np.abs(dm).max(initial=0.0)))
             consider(fin & (dm < -big), self.s - m, dm, "F-bad")
             consider(fout & (dm > big), self.s - m, dm, "F-bad")
-        del inf
         return best_t, best_j, best_k
 
     def apply_event(self, j: int, kind: str) -> None:
@@ -385,7 +384,14 @@ class _Engine:
             raise DegenerateStepError(f"D-step: swapped point {j} reached margin 1 with a_i outside [0, C]")
         self.st[j] = new[kind]
 
-    def trace(self, rate, limit: float, advance, on_event, max_events: int) -> str:
+    def trace(
+        self,
+        rate: Callable[[], Array],
+        limit: float,
+        advance: Callable[[float], None],
+        on_event: Callable[[str], bool],
+        max_events: int,
+    ) -> str:
         """Follow the path for ``limit`` units of the step variable.
 
         ``rate()`` gives the rate of the moving fixed coefficients (OO in a C-step,
