@@ -57,8 +57,8 @@ def rows_for(d: SyntheticRegression, beta: float, seed: int, **keys: object) -> 
 def figure1(out: Path, runs: int, quick: bool) -> pd.DataFrame:
     """Error against the corruption ratio; panels (a), (b): two p at fixed n; (c): larger n."""
     if quick:
-        panels = [("a", 2000, 20), ("b", 2000, 50), ("c", 8000, 50)]
-        ratios = [0.1, 0.3, 0.5, 0.7]
+        panels = [("a", 2000, 20), ("b", 2000, 50), ("c", 8000, 20)]
+        ratios = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]
     else:
         panels = [("a", 5000, 50), ("b", 5000, 100), ("c", 20000, 100)]
         ratios = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]
@@ -107,7 +107,7 @@ def markdown_table(df: pd.DataFrame) -> str:
 # ------------------------------------------------------------------------------- Table 2
 def table2(out: Path, runs: int, quick: bool) -> pd.DataFrame:
     """k/10 corrupted batches at 90 % corruption, the others at 10 %; random batch order."""
-    n_i, p = (300, 20) if quick else (1000, 50)
+    n_i, p = (500, 20) if quick else (1000, 50)
     rows = []
     for k in range(4, 10):
         for run in range(runs):
@@ -172,7 +172,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="results/dspl")
     ap.add_argument("--runs", type=int, default=None, help="runs per setting (default 10; 3 with --quick)")
-    ap.add_argument("--quick", action="store_true", help="smaller data and fewer ratios")
+    ap.add_argument("--quick", action="store_true", help="smaller data (n <= 8000, p <= 50)")
     ap.add_argument("--only", choices=["fig1", "table2", "fig2"], action="append")
     args = ap.parse_args()
     out = Path(args.out)
