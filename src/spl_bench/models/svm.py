@@ -70,6 +70,8 @@ class SVMModel(Model):
     def regularizer(self, params: Params, n_samples: int) -> float:
         ay = params.dual_coef * params.y_fit
         nz = ay != 0
+        if not np.any(nz):
+            return 0.0
         K = self.kernel_matrix(params.X_fit[nz], params.X_fit[nz], params.extra["gamma"])
         return float(0.5 * ay[nz] @ K @ ay[nz])
 

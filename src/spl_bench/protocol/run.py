@@ -79,6 +79,15 @@ class RunOutcome:
     n_corrupted: int
 
 
+def _age_of(candidate: dict[str, Any]) -> float:
+    """The age of a candidate: ``lam``, else an equivalent age (MOSPL's ``lam_equiv``), else NaN."""
+    for key in ("lam", "lam_equiv"):
+        val = candidate.get(key)
+        if val is not None:
+            return float(val)
+    return float("nan")
+
+
 def run_once(
     ds: Dataset,
     make_estimator: Callable[[], SPLEstimator],
@@ -116,7 +125,7 @@ def run_once(
         value=test_value,
         selection_score=float(sel_scores[best]),
         candidate=cand,
-        lam=float(cand.get("lam", np.nan)),
+        lam=_age_of(cand),
         fit_time=fit_time,
         info=est.run_info(),
         n_train=len(y_fit),
