@@ -59,6 +59,10 @@ class DegenerateStepError(RuntimeError):
     """The homotopy met a degenerate configuration it cannot resolve (ties, singular system)."""
 
 
+class _NoEnteringPoint(DegenerateStepError):
+    """A b-move found no point that can become active (a one-class set of movable points)."""
+
+
 # --------------------------------------------------------------------------- objective
 def ramp_loss(z: Array, theta: float, s: float) -> Array:
     """The loss ``ell(z; theta, s)`` of eq. (2)."""
@@ -447,7 +451,7 @@ class _Engine:
         dm = self.y * delta
         t, j, kind = self.next_event(np.zeros(self.n), dm, np.inf, -1)
         if j < 0 or not np.isfinite(t):
-            raise DegenerateStepError("no point can become active (b-move)")
+            raise _NoEnteringPoint("no point can become active (b-move)")
         self.b += delta * t
         self.m += t * dm
         self.apply_event(j, kind)
@@ -504,6 +508,44 @@ class _Engine:
             self.last = int(i)
         self.refresh()
 
+    def finish_collapsed_dstep(self) -> None:
+        """End a D-step whose mu-path cannot keep ``sum a_i y_i = 0`` (no active point can absorb it).
+
+        This happens when the solution collapses towards a constant classifier (all points
+        that could move are of one class).  The end point of the D-step is then computed
+        directly: the swapped coefficients take their targets, and if ``sum a_i y_i = 0``
+        holds there, ``b`` is chosen inside the interval where every fixed state keeps its
+        margin condition (the KKT conditions of the convex problem (14), hence optimal).
+        """
+        A = self.active()
+        f = np.flatnonzero(self.st == F)
+        alpha = self.alpha.copy()
+        alpha[f] = self.target[f]
+        if A.size or abs(float(alpha @ self.y)) > 1e-9 * max(1.0, self.C):
+            raise DegenerateStepError("no point can become active (b-move) and the D-step end is infeasible")
+        g = self.Q @ alpha  # margins without b: m = g + y b
+        lo, hi = -np.inf, np.inf
+        st, y, s = self.st, self.y, self.s
+        inl_like = (st == L) | ((st == F) & self.inl)
+        out_like = (st == OO) | ((st == F) & ~self.inl)
+        for mask, mlo, mhi in ((st == R, 1.0, np.inf), (inl_like, s, 1.0), (out_like, -np.inf, s)):
+            for i in np.flatnonzero(mask):
+                # mlo <= g_i + y_i b <= mhi
+                a1, a2 = (mlo - g[i], mhi - g[i]) if y[i] > 0 else (g[i] - mhi, g[i] - mlo)
+                lo, hi = max(lo, a1), min(hi, a2)
+        if not lo <= hi:
+            raise DegenerateStepError("collapsed D-step: no intercept satisfies the KKT conditions")
+        if np.isfinite(lo) and np.isfinite(hi):
+            b = 0.5 * (lo + hi)
+        elif np.isfinite(lo) or np.isfinite(hi):
+            b = lo + 1.0 if np.isfinite(lo) else hi - 1.0
+        else:
+            b = 0.0
+        self.alpha = alpha
+        self.b = float(b)
+        self.tau = 1.0
+        self.m = g + y * self.b
+
     # ----------------------------------------------------------------- D-step
     def dstep(self, max_events: int) -> int:
         """One D-step (Algorithm 3, appendix C): swap the boundary points, trace mu 1 -> 0.
@@ -532,7 +574,10 @@ class _Engine:
             return np.where(self.st == F, q, 0.0)
 
         self.last = -1
-        self.trace(rate, 1.0, adv, lambda kind: False, max_events)
+        try:
+            self.trace(rate, 1.0, adv, lambda kind: False, max_events)
+        except _NoEnteringPoint:
+            self.finish_collapsed_dstep()
         self.tau = 1.0
         f = np.flatnonzero(self.st == F)
         self.alpha[f] = self.target[f]
