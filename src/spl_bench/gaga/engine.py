@@ -110,7 +110,7 @@ def weighted_lasso(X: Array, y: Array, v: Array, lev: float, w0: Array, max_iter
     G = X.T @ XV
     active = w != 0
     sign = np.sign(w)
-    for _ in range(max_iter):
+    for n_round in range(max_iter):
         # equality solve on the active set, dropping coordinates that would change sign
         for _ in range(d + 1):
             idx = np.flatnonzero(active)
@@ -138,11 +138,13 @@ def weighted_lasso(X: Array, y: Array, v: Array, lev: float, w0: Array, max_iter
         corr = c0 - G @ w  # X^T V r
         viol = np.abs(corr) - lev
         viol[active] = -np.inf
-        j = int(np.argmax(viol)) if d else 0
-        if d == 0 or viol[j] <= 1e-12 * lev:
+        add = np.flatnonzero(viol > 1e-12 * lev)
+        if d == 0 or add.size == 0:
             return w
-        active[j] = True
-        sign[j] = np.sign(corr[j])
+        if n_round > 3:  # after a few rounds add one coordinate at a time (no cycling)
+            add = add[[int(np.argmax(viol[add]))]]
+        active[add] = True
+        sign[add] = np.sign(corr[add])
     return None
 
 
