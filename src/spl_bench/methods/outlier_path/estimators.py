@@ -20,6 +20,7 @@ from spl_bench.errors import ConfigError, check_positive
 from spl_bench.methods.base import Array, SPLEstimator, check_finite_X
 from spl_bench.methods.outlier_path.cccp import cccp_sequence
 from spl_bench.methods.outlier_path.path import (
+    DegenerateStepError,
     OutlierPathResult,
     outlier_path_s,
     outlier_path_theta,
@@ -160,6 +161,7 @@ class OutlierPath(_KernelSVMEstimator):
             "n_dsteps": int(sum(j.n_dsteps for p in self.paths_ for j in p.jumps)),
             "n_events": int(sum(p.n_events for p in self.paths_)),
             "n_truncated_paths": len(fails),
+            "n_svm_fallbacks": self.n_fallback_,
             "truncation_reasons": sorted(set(fails)),
             "fit_time": self.fit_time_,
         }
@@ -253,12 +255,18 @@ class CCCP(_KernelSVMEstimator):
         self.n_unconverged_ = 0
         t0 = time.perf_counter()
         for C in self._C_values():
+            solver = self.solver
             with threadpool_limits(limits=1, user_api="blas"):
-                a0, b0 = polished_svm(K, y, C) if self.solver == "homotopy" else svm_dual(K, y, C)
+                try:
+                    a0, b0 = polished_svm(K, y, C) if solver == "homotopy" else svm_dual(K, y, C)
+                except DegenerateStepError:  # no exact SVM start: fall back to SMO for this C
+                    a0, b0 = svm_dual(K, y, C)
+                    solver = "smo"
+                    self.n_unconverged_ += 1
             s_init = float((Q @ a0 + y * b0).min())
             values = cccp_values(variant, int(self.n_candidates), s_init)
             with threadpool_limits(limits=1, user_api="blas"):
-                sols = cccp_sequence(Q, y, C, variant, values, a0, b0, tol=self.tol, solver=self.solver)
+                sols = cccp_sequence(Q, y, C, variant, values, a0, b0, tol=self.tol, solver=solver)
             for sol in sols:
                 self.candidate_params_.append({"C": C, variant: sol.theta if variant == "theta" else sol.s})
                 models.append(self._params(sol.alpha, sol.b))

@@ -473,8 +473,19 @@ class _Engine:
         st[~self.inl] = OO
         self.st = st
         # active-set polishing: first swap every violator at once, then one at a time
-        for it in range(30 + 2 * self.n):
-            self.refresh()
+        for it in range(30 + 3 * self.n):
+            try:
+                self.refresh()
+            except DegenerateStepError:
+                # rank-deficient kernel (linear, more free SVs than d + 1: alpha not unique):
+                # move the free coefficient closest to a bound onto it and re-solve
+                e = np.flatnonzero(self.st == E)
+                if e.size == 0:
+                    raise
+                a = self.alpha[e]
+                j = int(np.argmin(np.minimum(a, C - a)))
+                self.st[e[j]] = R if a[j] < 0.5 * C else L
+                continue
             a, m, st = self.alpha, self.m, self.st
             bad = False
             for mask, new in (
@@ -676,8 +687,6 @@ def outlier_path_theta(
     alpha, b = init if init is not None else svm_dual(K, y, C)
     eng = _Engine(Q, y, C, theta=1.0, s=0.0, tol=tol)
     res = OutlierPathResult("theta", float(C))
-    eng.start(alpha, b)
-    res.breakpoints.append(_snapshot(eng, 1.0, "start"))
 
     def adv(t: float) -> None:
         eng.theta = max(0.0, eng.theta - t)
@@ -686,6 +695,8 @@ def outlier_path_theta(
         return np.where(eng.st == OO, -eng.C, 0.0)
 
     try:
+        eng.start(alpha, b)
+        res.breakpoints.append(_snapshot(eng, 1.0, "start"))
         while eng.theta > 1e-12:
             if eng.trace(rate, eng.theta, adv, lambda kind: True, max_events) == "end":
                 eng.theta = 0.0
@@ -720,9 +731,9 @@ def outlier_path_s(
     alpha, b = init if init is not None else svm_dual(K, y, C)
     eng = _Engine(Q, y, C, theta=0.0, s=-np.inf, tol=tol)
     res = OutlierPathResult("s", float(C))
-    eng.start(alpha, b)  # every point is an inlier
-    eng.s = min(float(eng.m.min()), 0.0)  # s_init
     try:
+        eng.start(alpha, b)  # every point is an inlier
+        eng.s = min(float(eng.m.min()), 0.0)  # s_init
         while True:
             if eng.s < 0.0:
                 hit = np.flatnonzero(eng.inl & (eng.st == L) & (eng.m <= eng.s + tol))
