@@ -240,6 +240,7 @@ class _Engine:
         self.theta = float(theta)
         self.s = float(s)
         self.tol = tol
+        self.q_scale = max(1.0, float(np.abs(np.diag(Q)).max(initial=1.0)))
         self.alpha = np.zeros(self.n)
         self.b = 0.0
         self.m = np.zeros(self.n)
@@ -340,6 +341,9 @@ class _Engine:
         """Smallest step ``t in [0, limit]`` at which some point changes state."""
         st, a, m, C = self.st, self.alpha, self.m, self.C
         eps = 1e-13
+        # margin rates below rounding level count as zero (a rank-deficient kernel can pin f
+        # while the coefficients still move; then every dm is noise)
+        eps_m = 1e-11 * max(1.0, float(np.abs(da).max(initial=0.0))) * self.q_scale
         best_t, best_j, best_k = limit, -1, "end"
 
         def consider(mask: NDArray[np.bool_], num: Array, den: Array, kind: str) -> None:
@@ -360,13 +364,13 @@ class _Engine:
             consider((st == E) & (da > eps), C - a, da, "E->L")
             consider((st == IB) & (da < -eps), C - a, da, "IB->L")
             consider((st == OB) & (da > eps), C * self.theta - a, da, "OB->OO")
-            consider((st == R) & (dm < -eps), 1.0 - m, dm, "R->E")
-            consider((st == L) & (dm > eps), 1.0 - m, dm, "L->E")
-            consider((st == L) & (dm < -eps), self.s - m, dm, "L->IB")
-            consider((st == OO) & (dm > eps), self.s - m, dm, "OO->OB")
+            consider((st == R) & (dm < -eps_m), 1.0 - m, dm, "R->E")
+            consider((st == L) & (dm > eps_m), 1.0 - m, dm, "L->E")
+            consider((st == L) & (dm < -eps_m), self.s - m, dm, "L->IB")
+            consider((st == OO) & (dm > eps_m), self.s - m, dm, "OO->OB")
             fin = (st == F) & self.inl
             fout = (st == F) & ~self.inl
-            consider(fin & (dm > eps), 1.0 - m, dm, "F->E")
+            consider(fin & (dm > eps_m), 1.0 - m, dm, "F->E")
             # a swapped point moving back over the boundary is a failure; with a pinned f
             # (rank-deficient kernel) its margin rate is zero up to rounding, hence the
             # looser threshold
