@@ -7,7 +7,7 @@ SPL_BENCH_DATA_DIR ?= $(abspath $(wildcard ../shared/datasets))
 export SPL_BENCH_DATA_DIR
 PYTEST_WORKERS ?= 2
 
-.PHONY: install dev run test test-slow lint reproduce-tables bench clean
+.PHONY: install dev run test test-slow lint reproduce-tables bench bench-full clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,8 +38,15 @@ lint: dev
 reproduce-tables: install    ## the paper's tables, from raw data to results/tables (hours on 2 cores)
 	$(BIN)/python scripts/reproduce_tables.py
 
-bench: install               ## speed benchmarks, written under results/bench/
-	@for s in scripts/bench_*.py; do echo "== $$s"; $(BIN)/python $$s || exit 1; done
+bench: install               ## speed benchmarks (quick sizes), written under results/bench/
+	$(BIN)/python scripts/bench_gaga.py --quick
+	$(BIN)/python scripts/bench_outlier_path.py
+	$(BIN)/python scripts/bench_dspl.py
+
+bench-full: install          ## the full-size benchmarks (hours on 2 cores)
+	$(BIN)/python scripts/bench_gaga.py
+	$(BIN)/python scripts/bench_outlier_path.py
+	$(BIN)/python scripts/bench_dspl.py --n 1000000 --p 50
 
 clean:
 	rm -rf runs .pytest_cache .ruff_cache

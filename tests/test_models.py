@@ -124,3 +124,16 @@ def test_bad_model_parameters():
         get_model("forest")
     with pytest.raises(DataError, match="-1/\\+1"):
         get_model("svm").check_y(np.array([0.0, 1.0, 2.0]))
+
+
+def test_svm_kkt_flags_coefficients_outside_the_box(cancer_small):
+    X, y = cancer_small
+    m = get_model("svm", C=1.0, kernel="linear")
+    v = np.ones(len(y))
+    p = m.fit_weighted(X, y, v)
+    assert m.kkt_violation(p, X, y, v) < 1e-5
+    bounded = np.flatnonzero(p.dual_coef >= m.C - 1e-9)
+    assert bounded.size > 0
+    v_small = v.copy()
+    v_small[bounded] = 0.5  # the box shrank below the fitted coefficients
+    assert m.kkt_violation(p, X, y, v_small) >= 0.5

@@ -17,7 +17,9 @@ from spl_bench.models.base import Array, Model, Params
 
 
 def resolve_gamma(gamma: float | str, X: Array) -> float:
-    """Numeric RBF width; ``"scale"`` is ``1 / (n_features * X.var())``."""
+    """Numeric RBF width; ``"scale"`` is ``1 / (n_features * X.var())``, ``"auto"`` is ``1 / n_features``."""
+    if gamma == "auto":
+        return 1.0 / X.shape[1]
     if gamma == "scale":
         var = float(X.var())
         return 1.0 / (X.shape[1] * var) if var > 0 else 1.0
@@ -42,7 +44,7 @@ class SVMModel(Model):
         if kernel not in ("rbf", "linear"):
             raise ConfigError(f"svm kernel must be 'rbf' or 'linear', got {kernel!r}")
         self.kernel = kernel
-        self.gamma = gamma if gamma == "scale" else check_positive("svm gamma", gamma)
+        self.gamma = gamma if gamma in ("scale", "auto") else check_positive("svm gamma", gamma)
         self.tol = float(tol)
         self.cache_size = float(cache_size)
 
@@ -127,5 +129,8 @@ class SVMModel(Model):
         only_hi = at_hi & ~at_lo
         viol[only_lo] = np.maximum(g[only_lo], 0.0)
         viol[only_hi] = np.maximum(-g[only_hi], 0.0)
+        # a coefficient outside its box [0, C v_i] is infeasible (e.g. after v shrank)
+        box = np.maximum(np.maximum(a - ub, -a), 0.0) / scale_a
+        viol[box > self.bound_tol] = np.maximum(viol[box > self.bound_tol], 1.0)
         eq = abs(float(a @ y)) / scale_a
-        return float(max(viol.max(initial=0.0), eq))
+        return float(max(viol.max(initial=0.0), box.max(initial=0.0), eq))
