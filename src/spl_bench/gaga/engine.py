@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import scipy.linalg as sla
 from numpy.typing import NDArray
-from scipy.integrate import LSODA
+from scipy.integrate import BDF, DOP853, LSODA, RK45, OdeSolver
 from scipy.optimize import brentq
 
 from spl_bench.gaga.path import AgePath
@@ -46,6 +46,7 @@ Array = NDArray[np.float64]
 class EngineOptions:
     """Numerical settings of the engine."""
 
+    method: str = "LSODA"  # scipy OdeSolver: LSODA, BDF, RK45 or DOP853
     rtol: float = 1e-7
     atol: float = 1e-9
     max_step: float = 0.25
@@ -55,7 +56,105 @@ class EngineOptions:
     max_events: int = 200_000
     acs_tol: float = 1e-7
     acs_max_iter: int = 2000
-    acs_burst: int = 5
+
+
+@dataclass
+class ColumnGroups:
+    """Exactly duplicated columns of ``X`` (up to sign), merged for the lasso path.
+
+    With identical columns the lasso solution is not unique (only the sum of the
+    group's coefficients is) and every Jacobian containing two of them is
+    singular.  The path is followed for the reduced design ``X[:, keep]`` and each
+    group's coefficient ``u`` is split equally, ``w_k = s_k u / |group|``: the
+    minimum-norm lasso solution, which satisfies the subgradient conditions of the
+    original problem exactly (identical columns have identical conditions).
+    """
+
+    keep: NDArray[np.intp]  # representative column of each group
+    group: NDArray[np.intp]  # group of every original column
+    sign: Array  # +1 / -1: original column = sign * representative
+    size: NDArray[np.intp]  # number of columns in each group
+
+    @classmethod
+    def find(cls, X: Array) -> ColumnGroups:
+        d = X.shape[1]
+        sign = np.ones(d)
+        for j in range(d):  # orient each column by its first non-zero entry
+            nz = np.flatnonzero(X[:, j])
+            if nz.size and X[nz[0], j] < 0:
+                sign[j] = -1.0
+        _, keep, group = np.unique((X * sign).T, axis=0, return_index=True, return_inverse=True)
+        group = np.asarray(group).ravel()
+        order = np.argsort(keep)  # groups in order of their first column
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        keep, group = keep[order], rank[group]
+        sign = sign * sign[keep][group]  # relative to the representative
+        return cls(keep=keep, group=group, sign=sign, size=np.bincount(group))
+
+    @property
+    def trivial(self) -> bool:
+        return self.keep.size == self.group.size
+
+    def reduce(self, w: Array) -> Array:
+        """Coefficients of the reduced design giving the same ``X w``."""
+        return np.bincount(self.group, weights=self.sign * w, minlength=self.keep.size)
+
+    def expand(self, W: Array) -> Array:
+        """Split reduced coefficients (rows of ``W``) equally over each group."""
+        return W[..., self.group] * (self.sign / self.size[self.group])
+
+
+#: scipy ODE solvers the engine can drive step by step (``EngineOptions.method``)
+ODE_SOLVERS: dict[str, type[OdeSolver]] = {"LSODA": LSODA, "BDF": BDF, "RK45": RK45, "DOP853": DOP853}
+
+
+class Factor:
+    """LU factorisation of ``J`` with a least-squares (pseudo-inverse) fallback when singular.
+
+    GAGA appendix A.2.  ``singular`` tells whether the fallback is used, ``sign``
+    is the sign of ``det J`` (0 when singular).  Solutions are never NaN.
+    """
+
+    def __init__(self, J: Array) -> None:
+        self.J = J
+        self.lu: tuple[Array, NDArray[np.int32]] | None = None
+        self.sign = 0.0
+        if J.shape[0] == 0:
+            self.sign = 1.0
+            return
+        if not np.all(np.isfinite(J)):
+            return
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", sla.LinAlgWarning)
+                lu, piv = sla.lu_factor(J, check_finite=False)
+        except (ValueError, np.linalg.LinAlgError):
+            return
+        adg = np.abs(np.diag(lu))
+        if adg.min() > 1e-13 * max(adg.max(), 1e-300):
+            self.lu = (lu, piv)
+            parity = int(np.count_nonzero(piv != np.arange(piv.size))) % 2
+            self.sign = float(np.prod(np.sign(np.diag(lu)))) * (-1.0 if parity else 1.0)
+
+    @property
+    def singular(self) -> bool:
+        return self.lu is None and self.J.shape[0] > 0
+
+    def solve(self, rhs: Array) -> Array:
+        if self.J.shape[0] == 0:
+            return np.zeros(0)
+        if not np.all(np.isfinite(rhs)) or not np.all(np.isfinite(self.J)):
+            return np.zeros(self.J.shape[0])
+        if self.lu is not None:
+            x = sla.lu_solve(self.lu, rhs, check_finite=False)
+            if np.all(np.isfinite(x)):
+                return x
+        try:
+            x = np.linalg.lstsq(self.J, rhs, rcond=1e-12)[0]
+        except np.linalg.LinAlgError:
+            x = np.zeros(self.J.shape[0])
+        return np.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0)
 
 
 def solve_linear(J: Array, rhs: Array) -> tuple[Array, bool, float]:
@@ -63,29 +162,8 @@ def solve_linear(J: Array, rhs: Array) -> tuple[Array, bool, float]:
 
     GAGA appendix A.2.  Returns ``(x, singular, sign of det J)``; never NaN.
     """
-    if J.shape[0] == 0:
-        return np.zeros(0), False, 1.0
-    if not (np.all(np.isfinite(J)) and np.all(np.isfinite(rhs))):
-        return np.zeros(J.shape[0]), True, 0.0
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", sla.LinAlgWarning)
-            lu, piv = sla.lu_factor(J, check_finite=False)
-        dg = np.diag(lu)
-        adg = np.abs(dg)
-        if adg.min() > 1e-13 * max(adg.max(), 1e-300):
-            x = sla.lu_solve((lu, piv), rhs, check_finite=False)
-            if np.all(np.isfinite(x)):
-                parity = int(np.count_nonzero(piv != np.arange(piv.size))) % 2
-                sign = float(np.prod(np.sign(dg))) * (-1.0 if parity else 1.0)
-                return x, False, sign
-    except (ValueError, np.linalg.LinAlgError):
-        pass
-    try:
-        x = np.linalg.lstsq(J, rhs, rcond=1e-12)[0]
-    except np.linalg.LinAlgError:
-        x = np.zeros(J.shape[0])
-    return np.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0), True, 0.0
+    f = Factor(J)
+    return f.solve(rhs), f.singular, f.sign
 
 
 def det_sign(J: Array) -> float:
@@ -148,6 +226,26 @@ def weighted_lasso(X: Array, y: Array, v: Array, lev: float, w0: Array, max_iter
     return None
 
 
+def spl_objective(model: Model, sp: SPRegularizer, params: Params, X: Array, y: Array, lam: float) -> float:
+    """The SPL objective with ``v`` minimised out: ``R(w) + sum_i min_v (v ell_i + f(v, lam))``.
+
+    GAGA eq. (2) at ``v = v*(ell, lam)``; ACS decreases it monotonically.
+    """
+    ell = model.losses(params, X, y)
+    return float(model.regularizer(params, len(y)) + sp.sp_objective(sp.v_star(ell, lam), ell, lam).sum())
+
+
+def acs_step(model: Model, sp: SPRegularizer, X: Array, y: Array, lam: float, params: Params,
+             v: Array) -> tuple[Params, Array]:
+    """One ACS iteration (GAGA Algorithm 1): the v-weighted fit, then ``v* = v*(ell, lam)``."""
+    from spl_bench.models.lasso import LassoModel
+
+    w = (weighted_lasso(X, y, v, model.penalty_level(len(y)), params.coef)
+         if isinstance(model, LassoModel) else None)
+    params = Params(coef=w) if w is not None else model.fit_weighted(X, y, v, warm=params)
+    return params, sp.v_star(model.losses(params, X, y), lam)
+
+
 def acs(model: Model, sp: SPRegularizer, X: Array, y: Array, lam: float, init: Params,
         tol: float, max_iter: int) -> tuple[Params, int, bool]:
     """Plain ACS (GAGA Algorithm 1) at one age, stopped when ``v`` changes by ``<= tol``.
@@ -155,15 +253,10 @@ def acs(model: Model, sp: SPRegularizer, X: Array, y: Array, lam: float, init: P
     Convergence is judged on ``v`` only; the Newton polish that follows makes the
     point exact.
     """
-    from spl_bench.models.lasso import LassoModel
-
     params = init
     v = sp.v_star(model.losses(params, X, y), lam)
-    lasso = isinstance(model, LassoModel)
     for it in range(1, max_iter + 1):
-        w = weighted_lasso(X, y, v, model.penalty_level(len(y)), params.coef) if lasso else None
-        params = Params(coef=w) if w is not None else model.fit_weighted(X, y, v, warm=params)
-        v_new = sp.v_star(model.losses(params, X, y), lam)
+        params, v_new = acs_step(model, sp, X, y, lam, params, v)
         if np.max(np.abs(v_new - v), initial=0.0) <= tol:
             return params, it, True
         v = v_new
@@ -194,6 +287,7 @@ class _Tracker:
         self.n_singular = 0
         self.n_steps = 0
         self.n_rhs = 0
+        self.n_failed_warm_starts = 0
 
     # ------------------------------------------------------------- numerics
     def rhs(self, lam: float, ext: Array) -> Array:
@@ -206,11 +300,27 @@ class _Tracker:
             self.n_singular += 1
         return np.append(d, 0.0)
 
-    def newton(self, theta: Array, lam: float, max_iter: int = 8) -> tuple[Array, float]:
-        """Project ``theta`` onto ``F(., lam) = 0``; return it and the relative residual."""
+    def newton(self, theta: Array, lam: float, max_iter: int = 8,
+               chord: Factor | None = None) -> tuple[Array, float]:
+        """Project ``theta`` onto ``F(., lam) = 0``; return it and the relative residual.
+
+        With ``chord`` (a factorised Jacobian from a nearby point) the cheap chord
+        iteration is tried first and kept while it at least halves the residual;
+        full Newton with backtracking finishes.
+        """
         scale = self.sys.residual_scale()
         F = self.sys.residual(theta, lam)
         res = float(np.abs(F).max(initial=0.0)) / scale
+        if chord is not None and chord.J.shape[0] == theta.shape[0]:
+            for _ in range(6):
+                if res <= self.o.newton_tol:
+                    return theta, res
+                theta_new = theta - chord.solve(F)
+                F_new = self.sys.residual(theta_new, lam)
+                res_new = float(np.abs(F_new).max(initial=0.0)) / scale
+                if not res_new <= 0.5 * res:
+                    break
+                theta, F, res = theta_new, F_new, res_new
         for _ in range(max_iter):
             if res <= self.o.newton_tol:
                 break
@@ -266,33 +376,57 @@ class _Tracker:
 
     # ----------------------------------------------------------------- jumps
     def warm_start(self, lam: float, params: Params) -> bool:
-        """ACS from ``params`` at ``lam`` (GAGA Algorithm 2, line 8), then polish.
+        """ACS from ``params`` at ``lam`` (GAGA Algorithm 2, line 8), finished by Newton.
 
-        ACS runs to convergence of ``v`` (``acs_tol``), then Newton on ``F = 0`` with
-        set re-assignment makes the point exact.  Returns whether the result is a
-        partial optimum from which the path can be followed (no index sitting on a
-        boundary that it leaves at once).
+        After a jump ACS first escapes slowly from the ghost of the vanished branch
+        (the change of ``v`` per iteration grows), then contracts linearly onto the
+        new branch.  Once it contracts, the sets are those of the new branch and
+        the Newton polish (with set re-assignment) converges quadratically, so the
+        polish is tried then (and again at doubling intervals), not after a fixed
+        number of iterations.  A polished point is accepted only if it is a
+        consistent partial optimum from which the path can be followed, does not
+        raise the SPL objective above the ACS iterate it started from (Newton
+        must not climb to the unstable twin of a fold) and is a local minimum
+        where the system can tell (:meth:`PathSystem.stable`).
         """
         self.n_restarts += 1
-        p = params
-        done, burst = 0, self.o.acs_burst
-        # cheapest first: the polish alone, started from params with sets re-derived at lam
-        self.sys.init_from(p, lam)
-        res = self.polish(lam, max_rounds=10)
-        if (res <= 1e3 * self.o.newton_tol and self.sys.consistent(lam, self.o.event_tol).size == 0
-                and self.can_continue(lam)):
+        o = self.o
+        # cheapest first: the polish alone, from params with the sets re-derived at lam
+        if self.try_polish(lam, params, rounds=10):
             return True
-        while True:
-            p, it, conv = acs(self.model, self.sp, self.X, self.y, lam, p, self.o.acs_tol, burst)
-            done += it
-            self.sys.init_from(p, lam)
-            res = self.polish(lam, max_rounds=20)
-            ok = (res <= 1e3 * self.o.newton_tol
-                  and self.sys.consistent(lam, self.o.event_tol).size == 0
-                  and self.can_continue(lam))
-            if ok or conv or done >= self.o.acs_max_iter:
-                return ok
-            burst *= 2
+        p = params
+        v = self.sp.v_star(self.model.losses(p, self.X, self.y), lam)
+        dv_prev, next_try, gap = np.inf, 0, 2
+        for it in range(1, o.acs_max_iter + 1):
+            p, v_new = acs_step(self.model, self.sp, self.X, self.y, lam, p, v)
+            dv = float(np.max(np.abs(v_new - v), initial=0.0))
+            v = v_new
+            converged = dv <= o.acs_tol
+            if converged or (dv < dv_prev and dv < 1e-2 and it >= next_try):
+                if self.try_polish(lam, p, rounds=20):
+                    return True
+                if converged:
+                    break
+                next_try, gap = it + gap, 2 * gap
+            dv_prev = dv
+        # ACS alone (converged or out of iterations): its point, polished without the safeguards
+        self.sys.init_from(p, lam)
+        res = self.polish(lam, max_rounds=20)
+        return (res <= 1e3 * o.newton_tol and self.sys.consistent(lam, o.event_tol).size == 0
+                and self.can_continue(lam))
+
+    def try_polish(self, lam: float, params: Params, rounds: int) -> bool:
+        """Polish ``params`` at ``lam``; keep it if it is a followable, stable partial optimum."""
+        o = self.o
+        self.sys.init_from(params, lam)
+        res = self.polish(lam, max_rounds=rounds)
+        if not (res <= 1e3 * o.newton_tol and self.sys.consistent(lam, o.event_tol).size == 0):
+            return False
+        g0 = spl_objective(self.model, self.sp, params, self.X, self.y, lam)
+        g1 = spl_objective(self.model, self.sp, self.sys.params(), self.X, self.y, lam)
+        if g1 > g0 + 1e-10 * max(1.0, abs(g0)):
+            return False
+        return self.sys.stable(self.sys.theta(), lam) and self.can_continue(lam)
 
     def can_continue(self, lam: float) -> bool:
         """Every event function stays >= 0 a small step ``eps`` after ``lam``."""
@@ -333,10 +467,11 @@ class _Tracker:
         o = self.o
         sysm = self.sys
         theta0 = sysm.theta()
-        self.rhs(lam0, np.append(theta0, 0.0))
+        d0 = self.rhs(lam0, np.append(theta0, 0.0))[:-1]
         sign0 = self.last_sign
-        solver = LSODA(self.rhs, lam0, np.append(theta0, 0.0), lam_max, rtol=o.rtol, atol=o.atol,
-                       max_step=o.max_step)
+        solver = ODE_SOLVERS[o.method](self.rhs, lam0, np.append(theta0, 0.0), lam_max, rtol=o.rtol,
+                                       atol=o.atol, max_step=o.max_step,
+                                       first_step=self.first_step(theta0, d0, lam0, lam_max))
         t_prev = lam0
         while True:
             with warnings.catch_warnings():
@@ -350,9 +485,10 @@ class _Tracker:
             bad = np.flatnonzero(h < -o.event_tol * sysm.event_scale(t1))
             if bad.size:
                 dense = solver.dense_output()
+                chord = Factor(sysm.jacobians(y1[:-1], t1)[0])
 
-                def H(s: float, _c: NDArray[np.intp] = bad, _d: Any = dense) -> float:
-                    th, _ = self.newton(_d(s)[:-1], s)
+                def H(s: float, _c: NDArray[np.intp] = bad, _d: Any = dense, _f: Factor = chord) -> float:
+                    th, _ = self.newton(_d(s)[:-1], s, chord=_f)
                     hs = sysm.events(th, s)
                     return float(np.min(hs[_c] + o.event_tol * sysm.event_scale(s)[_c]))
 
@@ -360,8 +496,8 @@ class _Tracker:
                     if H(t_prev) < 0:  # already violated at the step start
                         t_star = t_prev
                     else:
-                        t_star = brentq(H, t_prev, t1, xtol=1e-14 * max(1.0, t1), rtol=1e-15)
-                    theta, _ = self.newton(dense(t_star)[:-1], t_star)
+                        t_star = self.locate(H, bad, dense, t_prev, t1)
+                    theta, _ = self.newton(dense(t_star)[:-1], t_star, chord=chord)
                     sysm.set_theta(theta)
                     self.rhs(t_star, np.append(theta, 0.0))
                     if sign0 != 0 and self.last_sign != sign0:
@@ -376,6 +512,49 @@ class _Tracker:
             t_prev = t1
             if solver.status == "finished":
                 return lam_max
+
+    def first_step(self, theta: Array, d: Array, lam: float, lam_max: float) -> float | None:
+        """Initial step for LSODA: a little past the first event predicted along ``d``.
+
+        A restarted LSODA would otherwise begin with a tiny first-order step and
+        need many steps to reach the next critical point; critical points are often
+        much closer together than ``max_step``.  Overshooting is harmless: a crossing
+        inside the step is located on its dense output.
+        """
+        sysm = self.sys
+        eps = 1e-7 * max(1.0, lam)
+        h0 = sysm.events(theta, lam)
+        h1 = sysm.events(theta + eps * d, lam + eps)
+        with np.errstate(all="ignore"):
+            slope = (h1 - h0) / eps
+            ok = np.isfinite(h0) & np.isfinite(slope) & (slope < 0)
+            dt = np.maximum(h0[ok], 0.0) / -slope[ok]
+        if dt.size == 0:
+            return None
+        step = 1.5 * float(dt.min())
+        return float(min(max(step, 1e-9 * max(1.0, lam)), self.o.max_step, lam_max - lam))
+
+    def locate(self, H: Any, crossed: NDArray[np.intp], dense: Any, a: float, b: float) -> float:
+        """Age of the first crossing in ``(a, b)`` where ``H(a) >= 0 > H(b)``.
+
+        The crossing is first found on the raw dense output (cheap), then refined
+        with Newton-projected evaluations ``H`` inside a small bracket around it;
+        the whole step is the fallback bracket.
+        """
+        sysm, tol = self.sys, self.o.event_tol
+
+        def H_raw(s: float) -> float:
+            hs = sysm.events(dense(s)[:-1], s)
+            return float(np.min(hs[crossed] + tol * sysm.event_scale(s)[crossed]))
+
+        xtol = 1e-14 * max(1.0, b)
+        if H_raw(a) >= 0 > H_raw(b):
+            t0 = brentq(H_raw, a, b, xtol=xtol, rtol=1e-15)
+            eta = max(1e-6 * (b - a), 1e3 * xtol)
+            lo, hi = max(a, t0 - eta), min(b, t0 + eta)
+            if lo < hi and H(lo) >= 0 > H(hi):
+                return float(brentq(H, lo, hi, xtol=xtol, rtol=1e-15))
+        return float(brentq(H, a, b, xtol=xtol, rtol=1e-15))
 
     def fold(self, a: float, b: float, dense: Any, sign0: float) -> float:
         """``det J`` changed sign in ``(a, b)``: locate the fold by bisection; it is a jump point."""
@@ -476,6 +655,11 @@ class _Tracker:
             new_lam = lam + mult * o.delta * max(1.0, lam)
             if self.warm_start(new_lam, before):
                 break
+        else:
+            self.n_failed_warm_starts += 1
+            warnings.warn(f"GAGA: no consistent partial optimum found after the jump at lam={lam:.6g}; "
+                          "the path continues from the best ACS point (see meta['n_failed_warm_starts'])",
+                          RuntimeWarning, stacklevel=2)
         self.record(new_lam, "after")
         return new_lam
 
@@ -558,8 +742,16 @@ def age_path(
     if not lam_min < lam_max:
         raise ConfigError(f"lam_range must be increasing, got {lam_range}")
     opts = options or EngineOptions()
-    system = make_system(mdl, spr, X, y)
-    tr = _Tracker(system, mdl, spr, X, y, opts)
+    if opts.method not in ODE_SOLVERS:
+        raise ConfigError(f"unknown ODE solver {opts.method!r}; choose one of {', '.join(sorted(ODE_SOLVERS))}")
+    groups = ColumnGroups.find(X) if mdl.name == "lasso" else None
+    if groups is not None and groups.trivial:
+        groups = None
+    X_path = X if groups is None else np.ascontiguousarray(X[:, groups.keep])
+    if groups is not None and init is not None and init.coef is not None:
+        init = Params(coef=groups.reduce(np.asarray(init.coef, dtype=float)), intercept=init.intercept)
+    system = make_system(mdl, spr, X_path, y)
+    tr = _Tracker(system, mdl, spr, X_path, y, opts)
     t0 = time.perf_counter()
     tr.run(lam_min, lam_max, init)
     meta = {
@@ -574,7 +766,19 @@ def age_path(
         "n_solver_steps": tr.n_steps,
         "n_rhs": tr.n_rhs,
         "n_singular": tr.n_singular,
+        "n_failed_warm_starts": tr.n_failed_warm_starts,
     }
     if mdl.name == "svm":
         meta["kernel_gamma"] = float(system.gamma)  # type: ignore[attr-defined]
-    return tr.to_path(meta)
+    if groups is None:
+        return tr.to_path(meta)
+    meta["duplicate_column_groups"] = [np.flatnonzero(groups.group == g).tolist()
+                                       for g in np.flatnonzero(groups.size > 1)]
+    path = tr.to_path(meta)
+    path.coef = groups.expand(path.coef)
+    path.d_vec = groups.expand(path.d_vec)
+    for e in path.events:  # feature indices of lasso moves back to original columns
+        for m in e["moves"]:
+            if m[1] in ("A", "inactive"):
+                m[0] = int(groups.keep[m[0]])
+    return path

@@ -175,6 +175,10 @@ class PathSystem(ABC):
     def kkt(self, lam: float) -> float:
         """Relative KKT violation of the v*-weighted problem at the current state."""
 
+    def stable(self, theta: Array, lam: float) -> bool:
+        """Whether the point is a local minimum of the SPL objective (where this can be told)."""
+        return True
+
 
 # =============================================================================
 class GLMSystem(PathSystem):
@@ -294,6 +298,17 @@ class GLMSystem(PathSystem):
             J[k, :k] = col
             J[k, k] = D.sum()
         return J, self._phi_T(dlam * l1)
+
+    def stable(self, theta: Array, lam: float) -> bool:
+        """``J_theta`` is the Hessian of the SPL objective on the current face: positive definite?"""
+        J, _ = self.jacobians(theta, lam)
+        if J.shape[0] == 0:
+            return True
+        try:
+            np.linalg.cholesky(0.5 * (J + J.T))
+        except np.linalg.LinAlgError:
+            return False
+        return True
 
     def residual_scale(self) -> float:
         if self.lasso:

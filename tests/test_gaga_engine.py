@@ -1,0 +1,145 @@
+"""GAGA engine pieces: duplicated columns, the choice of ODE solver, warm starts after jumps.
+
+Checked against independent computations: the KKT conditions of the original (not the
+reduced) lasso problem, a path computed on a hand-deduplicated design, and the model's
+own solver.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.datasets import load_diabetes
+
+from spl_bench.errors import ConfigError
+from spl_bench.gaga import age_path
+from spl_bench.gaga.engine import ODE_SOLVERS, ColumnGroups, EngineOptions, spl_objective
+from spl_bench.models import Params, get_model
+from spl_bench.sp import get_sp
+
+
+def _diabetes(n: int = 60, d: int = 5, seed: int = 0, noise: float = 0.3):
+    X, y = load_diabetes(return_X_y=True)
+    rng = np.random.default_rng(seed)
+    i = rng.choice(len(y), n, replace=False)
+    X = X[i][:, :d]
+    X = (X - X.mean(0)) / X.std(0)
+    y = y[i]
+    y = (y - y.mean()) / y.std()
+    k = rng.random(n) < noise
+    y[k] += rng.normal(0.2, 3.0, k.sum())
+    return X, y - y.mean()
+
+
+def _lasso_kkt(path, X, y, alpha, sp):
+    model = get_model("lasso", alpha=alpha)
+    out = []
+    for lam, w in zip(path.lambdas, path.coef, strict=True):
+        p = Params(coef=w)
+        out.append(model.kkt_violation(p, X, y, sp.v_star(model.losses(p, X, y), lam)))
+    return np.array(out)
+
+
+# ------------------------------------------------------------------ column groups
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), reps=st.lists(st.integers(0, 3), min_size=1, max_size=4))
+def test_column_groups_reduce_and_expand_keep_the_fit(seed, reps):
+    rng = np.random.default_rng(seed)
+    base = rng.normal(size=(12, 4))
+    cols, truth = [base], list(range(4))
+    for r in reps:  # append copies of base columns, some negated
+        s = rng.choice([-1.0, 1.0])
+        cols.append(s * base[:, [r]])
+        truth.append(r)
+    X = np.hstack(cols)
+    g = ColumnGroups.find(X)
+    assert g.keep.size == 4 and np.array_equal(g.group, truth)
+    assert np.allclose(X, X[:, g.keep][:, g.group] * g.sign)
+    w = rng.normal(size=X.shape[1])
+    u = g.reduce(w)
+    assert np.allclose(X[:, g.keep] @ u, X @ w)
+    we = g.expand(u)
+    assert np.allclose(X @ we, X[:, g.keep] @ u)
+    # the split is the minimum-norm one: equal magnitudes inside a group, signs matching the columns
+    for k in range(4):
+        members = np.flatnonzero(g.group == k)
+        assert np.allclose(np.abs(we[members]), abs(u[k]) / members.size)
+    assert np.abs(we).sum() == pytest.approx(np.abs(u).sum())
+
+
+def test_lasso_path_with_duplicated_columns_is_exact_for_the_original_design():
+    X0, y = _diabetes(n=60, d=5)
+    X = np.column_stack([X0, X0[:, 1], -X0[:, 1], X0[:, 3]])  # 3 duplicates of two columns
+    sp = get_sp("linear")
+    path = age_path(X, y, model="lasso", sp="linear", lam_range=(0.3, 2.0), alpha=0.01)
+    assert path.coef.shape[1] == X.shape[1]
+    assert path.meta["duplicate_column_groups"] == [[1, 5, 6], [3, 7]]
+    # exact for the original problem (the duplicated columns' subgradient conditions included)
+    assert _lasso_kkt(path, X, y, 0.01, sp).max() <= 1e-6
+    # equal split inside each group (minimum-norm lasso solution)
+    assert np.allclose(path.coef[:, 5], path.coef[:, 1]) and np.allclose(path.coef[:, 6], -path.coef[:, 1])
+    assert np.allclose(path.coef[:, 7], path.coef[:, 3])
+    # and the same path as the one computed by hand on the deduplicated design
+    ref = age_path(X0, y, model="lasso", sp="linear", lam_range=(0.3, 2.0), alpha=0.01)
+    lams = np.linspace(0.35, 1.95, 17)
+    jumps = [e["lam"] for e in ref.events if e["kind"] == "jump"]
+    lams = np.array([t for t in lams if all(abs(t - j) > 1e-3 for j in jumps)])
+    w, _ = path.at(lams)
+    w0, _ = ref.at(lams)
+    u = w[:, 1] + w[:, 5] - w[:, 6]
+    assert np.allclose(u, w0[:, 1], atol=1e-8) and np.allclose(w[:, 3] + w[:, 7], w0[:, 3], atol=1e-8)
+    assert np.allclose(w[:, [0, 2, 4]], w0[:, [0, 2, 4]], atol=1e-8)
+    assert [e["kind"] for e in path.events] == [e["kind"] for e in ref.events]
+
+
+# --------------------------------------------------------------------- ODE solvers
+@pytest.mark.parametrize("method", sorted(ODE_SOLVERS))
+def test_every_ode_solver_gives_the_same_exact_path(method):
+    X, y = _diabetes(n=50, d=6, seed=3)
+    sp = get_sp("linear")
+    ref = age_path(X, y, model="lasso", sp="linear", lam_range=(0.2, 2.0), alpha=0.01)
+    path = age_path(X, y, model="lasso", sp="linear", lam_range=(0.2, 2.0), alpha=0.01,
+                    options=EngineOptions(method=method))
+    assert _lasso_kkt(path, X, y, 0.01, sp).max() <= 1e-6
+    # the critical points are properties of the path, not of the integrator
+    ev, ev0 = [(e["kind"], e["lam"]) for e in path.events], [(e["kind"], e["lam"]) for e in ref.events]
+    assert [k for k, _ in ev] == [k for k, _ in ev0]
+    assert np.allclose([t for _, t in ev], [t for _, t in ev0], rtol=1e-8, atol=1e-10)
+
+
+def test_unknown_ode_solver_is_a_clear_error():
+    X, y = _diabetes(n=30, d=3)
+    with pytest.raises(ConfigError, match="RK45"):
+        age_path(X, y, model="lasso", lam_range=(0.5, 1.0), alpha=0.01, options=EngineOptions(method="Euler"))
+
+
+# ------------------------------------------------------------------- warm starts
+def test_points_after_jumps_are_stable_partial_optima_not_worse_than_acs():
+    """After each jump the engine lands on a point no worse (in the SPL objective) than plain ACS
+    warm-started from the old branch at the same age reaches, and the Hessian there is PD."""
+    from spl_bench.gaga.engine import acs
+
+    X, y = _diabetes(n=80, d=6, seed=1, noise=0.4)
+    model, sp = get_model("lasso", alpha=0.01), get_sp("linear")
+    path = age_path(X, y, model="lasso", sp="linear", lam_range=(0.1, 2.0), alpha=0.01)
+    # a jump's new branch starts at lam + delta, after the old branch's last point at lam
+    jumps = [i for i, k in enumerate(path.point_kind)
+             if k == "after" and i > 0 and path.lambdas[i] > path.lambdas[i - 1]]
+    assert jumps, "this case is chosen to contain jumps"
+    for i in jumps:
+        lam = float(path.lambdas[i])
+        start = Params(coef=path.coef[i - 1])
+        ref, _, conv = acs(model, sp, X, y, lam, start, tol=1e-12, max_iter=20_000)
+        assert conv
+        g_path = spl_objective(model, sp, Params(coef=path.coef[i]), X, y, lam)
+        g_acs = spl_objective(model, sp, ref, X, y, lam)
+        assert g_path <= g_acs + 1e-9 * max(1.0, abs(g_acs))
+        active = path.coef[i] != 0
+        ell = model.losses(Params(coef=path.coef[i]), X, y)
+        code = sp.partition(ell, lam)
+        # d(v* ell')/dz: 1 on E, 1 - 3 ell/lam on M (linear SP: v = 1 - ell/lam, ell'^2 = 2 ell), 0 on D
+        Dw = np.select([code == 0, code == 1], [np.ones_like(ell), 1.0 - 3.0 * ell / lam], 0.0)
+        H = X[:, active].T @ (Dw[:, None] * X[:, active])
+        assert np.linalg.eigvalsh(H).min() > 0
