@@ -35,7 +35,7 @@ from scipy.integrate import BDF, DOP853, LSODA, RK45, OdeSolver
 from scipy.optimize import brentq
 
 from spl_bench.gaga.path import AgePath
-from spl_bench.gaga.systems import PathSystem, make_system
+from spl_bench.gaga.systems import PathSystem, make_system, weighted_lasso  # noqa: F401 (re-export)
 from spl_bench.models import Model, Params
 from spl_bench.sp import SPRegularizer
 
@@ -105,6 +105,9 @@ class ColumnGroups:
         return W[..., self.group] * (self.sign / self.size[self.group])
 
 
+#: relative positions inside each solver step where the event functions are also checked
+INTERIOR = np.array([0.2, 0.4, 0.6, 0.8])
+
 #: scipy ODE solvers the engine can drive step by step (``EngineOptions.method``)
 ODE_SOLVERS: dict[str, type[OdeSolver]] = {"LSODA": LSODA, "BDF": BDF, "RK45": RK45, "DOP853": DOP853}
 
@@ -150,9 +153,9 @@ class Factor:
             x = sla.lu_solve(self.lu, rhs, check_finite=False)
             if np.all(np.isfinite(x)):
                 return x
-        try:
-            x = np.linalg.lstsq(self.J, rhs, rcond=1e-12)[0]
-        except np.linalg.LinAlgError:
+        try:  # minimum-norm least squares by a complete orthogonal factorisation (LAPACK gelsy)
+            x = sla.lstsq(self.J, rhs, cond=1e-12, lapack_driver="gelsy", check_finite=False)[0]
+        except (ValueError, np.linalg.LinAlgError):
             x = np.zeros(self.J.shape[0])
         return np.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0)
 
@@ -173,59 +176,6 @@ def det_sign(J: Array) -> float:
     return float(s)
 
 
-def weighted_lasso(X: Array, y: Array, v: Array, lev: float, w0: Array, max_iter: int = 500) -> Array | None:
-    """Exact ``argmin_w 1/2 sum_i v_i (y_i - x_i^T w)^2 + lev ||w||_1`` by an active-set method.
-
-    Warm-started from ``w0``: solve the equality system on the active set with fixed signs,
-    step back to the first coefficient that would change sign (and drop it), add the most
-    violating inactive coordinate, until the subgradient conditions hold to 1e-12.
-    Returns ``None`` if it does not converge (the caller then uses the model's solver).
-    """
-    d = X.shape[1]
-    w = np.array(w0, dtype=float)
-    XV = X * v[:, None]
-    c0 = XV.T @ y
-    G = X.T @ XV
-    active = w != 0
-    sign = np.sign(w)
-    for n_round in range(max_iter):
-        # equality solve on the active set, dropping coordinates that would change sign
-        for _ in range(d + 1):
-            idx = np.flatnonzero(active)
-            if idx.size == 0:
-                break
-            try:
-                target = np.linalg.solve(G[np.ix_(idx, idx)], c0[idx] - lev * sign[idx])
-            except np.linalg.LinAlgError:
-                return None
-            if not np.all(np.isfinite(target)):
-                return None
-            cur = w[idx]
-            bad = np.sign(target) != sign[idx]
-            if not np.any(bad):
-                w[idx] = target
-                break
-            with np.errstate(divide="ignore", invalid="ignore"):
-                t = np.where(bad, cur / (cur - target), np.inf)
-            k = int(np.argmin(t))
-            tk = float(np.clip(t[k], 0.0, 1.0))
-            w[idx] = cur + tk * (target - cur)
-            w[idx[k]] = 0.0
-            active[idx[k]] = False
-            sign[idx[k]] = 0.0
-        corr = c0 - G @ w  # X^T V r
-        viol = np.abs(corr) - lev
-        viol[active] = -np.inf
-        add = np.flatnonzero(viol > 1e-12 * lev)
-        if d == 0 or add.size == 0:
-            return w
-        if n_round > 3:  # after a few rounds add one coordinate at a time (no cycling)
-            add = add[[int(np.argmax(viol[add]))]]
-        active[add] = True
-        sign[add] = np.sign(corr[add])
-    return None
-
-
 def spl_objective(model: Model, sp: SPRegularizer, params: Params, X: Array, y: Array, lam: float) -> float:
     """The SPL objective with ``v`` minimised out: ``R(w) + sum_i min_v (v ell_i + f(v, lam))``.
 
@@ -235,15 +185,10 @@ def spl_objective(model: Model, sp: SPRegularizer, params: Params, X: Array, y: 
     return float(model.regularizer(params, len(y)) + sp.sp_objective(sp.v_star(ell, lam), ell, lam).sum())
 
 
-def acs_step(model: Model, sp: SPRegularizer, X: Array, y: Array, lam: float, params: Params,
-             v: Array) -> tuple[Params, Array]:
+def acs_step(system: PathSystem, lam: float, params: Params, v: Array) -> tuple[Params, Array]:
     """One ACS iteration (GAGA Algorithm 1): the v-weighted fit, then ``v* = v*(ell, lam)``."""
-    from spl_bench.models.lasso import LassoModel
-
-    w = (weighted_lasso(X, y, v, model.penalty_level(len(y)), params.coef)
-         if isinstance(model, LassoModel) else None)
-    params = Params(coef=w) if w is not None else model.fit_weighted(X, y, v, warm=params)
-    return params, sp.v_star(model.losses(params, X, y), lam)
+    params = system.fit_weighted(v, params)
+    return params, system.sp.v_star(system.losses(params), lam)
 
 
 def acs(model: Model, sp: SPRegularizer, X: Array, y: Array, lam: float, init: Params,
@@ -253,10 +198,11 @@ def acs(model: Model, sp: SPRegularizer, X: Array, y: Array, lam: float, init: P
     Convergence is judged on ``v`` only; the Newton polish that follows makes the
     point exact.
     """
+    system = make_system(model, sp, X, y)
     params = init
-    v = sp.v_star(model.losses(params, X, y), lam)
+    v = sp.v_star(system.losses(params), lam)
     for it in range(1, max_iter + 1):
-        params, v_new = acs_step(model, sp, X, y, lam, params, v)
+        params, v_new = acs_step(system, lam, params, v)
         if np.max(np.abs(v_new - v), initial=0.0) <= tol:
             return params, it, True
         v = v_new
@@ -395,10 +341,10 @@ class _Tracker:
         if self.try_polish(lam, params, rounds=10):
             return True
         p = params
-        v = self.sp.v_star(self.model.losses(p, self.X, self.y), lam)
+        v = self.sp.v_star(self.sys.losses(p), lam)
         dv_prev, next_try, gap = np.inf, 0, 2
         for it in range(1, o.acs_max_iter + 1):
-            p, v_new = acs_step(self.model, self.sp, self.X, self.y, lam, p, v)
+            p, v_new = acs_step(self.sys, lam, p, v)
             dv = float(np.max(np.abs(v_new - v), initial=0.0))
             v = v_new
             converged = dv <= o.acs_tol
@@ -422,8 +368,8 @@ class _Tracker:
         res = self.polish(lam, max_rounds=rounds)
         if not (res <= 1e3 * o.newton_tol and self.sys.consistent(lam, o.event_tol).size == 0):
             return False
-        g0 = spl_objective(self.model, self.sp, params, self.X, self.y, lam)
-        g1 = spl_objective(self.model, self.sp, self.sys.params(), self.X, self.y, lam)
+        g0 = self.sys.objective(params, lam)
+        g1 = self.sys.objective(self.sys.params(), lam)
         if g1 > g0 + 1e-10 * max(1.0, abs(g0)):
             return False
         return self.sys.stable(self.sys.theta(), lam) and self.can_continue(lam)
@@ -481,34 +427,45 @@ class _Tracker:
             if solver.status == "failed":
                 return self.jump(t_prev, [], f"solver failed: {msg}")
             t1, y1 = float(solver.t), solver.y
-            h = sysm.events(y1[:-1], t1)
+            # crossings are judged on the Newton-projected step end, not on the raw ODE state
+            # (whose error can hide or invent a crossing when steps are long)
+            theta1, _ = self.newton(y1[:-1].copy(), t1)
+            h = sysm.events(theta1, t1)
             bad = np.flatnonzero(h < -o.event_tol * sysm.event_scale(t1))
+            dense = solver.dense_output()
+            t_end = t1
+            # an index can cross its boundary and come back inside one long step: look inside too
+            for s in t_prev + (t1 - t_prev) * INTERIOR:
+                hs = sysm.events(dense(s)[:-1], s)
+                if np.any(hs < -o.event_tol * sysm.event_scale(s)):  # confirm on the projected point
+                    ths, _ = self.newton(dense(s)[:-1], s)
+                    bs = np.flatnonzero(sysm.events(ths, s) < -o.event_tol * sysm.event_scale(s))
+                    if bs.size:
+                        bad, t_end, theta1 = bs, float(s), ths
+                        break
             if bad.size:
-                dense = solver.dense_output()
-                chord = Factor(sysm.jacobians(y1[:-1], t1)[0])
+                chord = Factor(sysm.jacobians(theta1, t_end)[0])
 
                 def H(s: float, _c: NDArray[np.intp] = bad, _d: Any = dense, _f: Factor = chord) -> float:
                     th, _ = self.newton(_d(s)[:-1], s, chord=_f)
                     hs = sysm.events(th, s)
                     return float(np.min(hs[_c] + o.event_tol * sysm.event_scale(s)[_c]))
 
-                if H(t1) < 0:  # a real crossing (not drift of the raw ODE solution)
-                    if H(t_prev) < 0:  # already violated at the step start
-                        t_star = t_prev
-                    else:
-                        t_star = self.locate(H, bad, dense, t_prev, t1)
-                    theta, _ = self.newton(dense(t_star)[:-1], t_star, chord=chord)
-                    sysm.set_theta(theta)
-                    self.rhs(t_star, np.append(theta, 0.0))
-                    if sign0 != 0 and self.last_sign != sign0:
-                        return self.fold(t_prev, t_star, dense, sign0)
-                    return self.event(t_star, lam_max, bad)
+                if H(t_prev) < 0:  # already violated at the step start
+                    t_star = t_prev
+                else:
+                    t_star = self.locate(H, bad, dense, t_prev, t_end)
+                theta, _ = self.newton(dense(t_star)[:-1], t_star, chord=chord)
+                sysm.set_theta(theta)
+                self.rhs(t_star, np.append(theta, 0.0))
+                if sign0 != 0 and self.last_sign != sign0:
+                    return self.fold(t_prev, t_star, dense, sign0)
+                return self.event(t_star, lam_max, bad)
             # regular step: record the Newton-projected point
-            theta, _ = self.newton(y1[:-1].copy(), t1)
-            sysm.set_theta(theta)
+            sysm.set_theta(theta1)
             self.record(t1)
             if sign0 != 0 and self.last_sign != sign0 and self.last_sign != 0:
-                return self.fold(t_prev, t1, solver.dense_output(), sign0)
+                return self.fold(t_prev, t1, dense, sign0)
             t_prev = t1
             if solver.status == "finished":
                 return lam_max
@@ -535,11 +492,13 @@ class _Tracker:
         return float(min(max(step, 1e-9 * max(1.0, lam)), self.o.max_step, lam_max - lam))
 
     def locate(self, H: Any, crossed: NDArray[np.intp], dense: Any, a: float, b: float) -> float:
-        """Age of the first crossing in ``(a, b)`` where ``H(a) >= 0 > H(b)``.
+        """Age of the *first* crossing in ``(a, b)`` where ``H(a) >= 0 > H(b)``.
 
-        The crossing is first found on the raw dense output (cheap), then refined
-        with Newton-projected evaluations ``H`` inside a small bracket around it;
-        the whole step is the fallback bracket.
+        Past its first crossing an index follows the continuation of the wrong sets and
+        may cross back, so a root finder on the whole step could return a later root.
+        The step is scanned on a grid of the raw dense output for the first sign change
+        (cheap), the root there is found by ``brentq`` and refined with Newton-projected
+        evaluations ``H`` in a small bracket; projected ``brentq`` is the fallback.
         """
         sysm, tol = self.sys, self.o.event_tol
 
@@ -548,12 +507,20 @@ class _Tracker:
             return float(np.min(hs[crossed] + tol * sysm.event_scale(s)[crossed]))
 
         xtol = 1e-14 * max(1.0, b)
-        if H_raw(a) >= 0 > H_raw(b):
-            t0 = brentq(H_raw, a, b, xtol=xtol, rtol=1e-15)
+        grid = np.linspace(a, b, 9)
+        lo, hi = a, b
+        for k in range(1, grid.size):
+            if H_raw(grid[k]) < 0:
+                lo, hi = float(grid[k - 1]), float(grid[k])
+                break
+        if H_raw(lo) >= 0 > H_raw(hi):
+            t0 = brentq(H_raw, lo, hi, xtol=xtol, rtol=1e-15)
             eta = max(1e-6 * (b - a), 1e3 * xtol)
-            lo, hi = max(a, t0 - eta), min(b, t0 + eta)
-            if lo < hi and H(lo) >= 0 > H(hi):
-                return float(brentq(H, lo, hi, xtol=xtol, rtol=1e-15))
+            l2, h2 = max(a, t0 - eta), min(b, t0 + eta)
+            if l2 < h2 and H(l2) >= 0 > H(h2):
+                return float(brentq(H, l2, h2, xtol=xtol, rtol=1e-15))
+        if lo > a and H(lo) >= 0 > H(hi):
+            return float(brentq(H, lo, hi, xtol=xtol, rtol=1e-15))
         return float(brentq(H, a, b, xtol=xtol, rtol=1e-15))
 
     def fold(self, a: float, b: float, dense: Any, sign0: float) -> float:

@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 from scipy.special import expit
+from sklearn.svm import SVC
 
 from spl_bench.models import Model, Params
 from spl_bench.models.lasso import LassoModel
@@ -179,6 +180,21 @@ class PathSystem(ABC):
         """Whether the point is a local minimum of the SPL objective (where this can be told)."""
         return True
 
+    # -- ACS (warm starts at jump points) -------------------------------------------
+    def fit_weighted(self, v: Array, warm: Params) -> Params:
+        """The v-weighted model fit of one ACS iteration, warm-started from ``warm``."""
+        return self.model.fit_weighted(self.X, self.y, v, warm=warm)
+
+    def losses(self, params: Params) -> Array:
+        """Per-sample losses of ``params`` on the training data."""
+        return self.model.losses(params, self.X, self.y)
+
+    def objective(self, params: Params, lam: float) -> float:
+        """SPL objective with ``v`` minimised out (GAGA eq. (2) at ``v = v*``); ACS decreases it."""
+        ell = self.losses(params)
+        reg = self.model.regularizer(params, self.n)
+        return float(reg + self.sp.sp_objective(self.sp.v_star(ell, lam), ell, lam).sum())
+
 
 # =============================================================================
 class GLMSystem(PathSystem):
@@ -298,6 +314,14 @@ class GLMSystem(PathSystem):
             J[k, :k] = col
             J[k, k] = D.sum()
         return J, self._phi_T(dlam * l1)
+
+    def fit_weighted(self, v: Array, warm: Params) -> Params:
+        """Lasso: the exact active-set solver (falls back to the model's solver)."""
+        if self.lasso:
+            w = weighted_lasso(self.X, self.y, v, self.lev, warm.coef)
+            if w is not None:
+                return Params(coef=w)
+        return self.model.fit_weighted(self.X, self.y, v, warm=warm)
 
     def stable(self, theta: Array, lam: float) -> bool:
         """``J_theta`` is the Hessian of the SPL objective on the current face: positive definite?"""
@@ -568,9 +592,87 @@ class SVMSystem(PathSystem):
     def kkt(self, lam: float) -> float:
         return svm_kkt(self.model, self.sp, self.params(), self.X, self.y, lam)
 
+    def fit_weighted(self, v: Array, warm: Params) -> Params:
+        """The v-weighted SVM dual by libsvm on the precomputed kernel (no kernel recomputation)."""
+        a = np.zeros(self.n)
+        b = 0.0
+        idx = np.flatnonzero(v > 0)
+        if idx.size and np.unique(self.y[idx]).size == 2:
+            K = self.Q[np.ix_(idx, idx)] * np.outer(self.y[idx], self.y[idx])
+            est = SVC(C=self.C, kernel="precomputed", tol=self.model.tol).fit(K, self.y[idx], sample_weight=v[idx])
+            sv = idx[est.support_]
+            a[sv] = np.asarray(est.dual_coef_, dtype=float).ravel() * self.y[sv]
+            b = float(est.intercept_[0])
+            a = np.clip(a, 0.0, self.C * v)
+        elif idx.size:  # one class only: the constant classifier of that class
+            b = float(np.sign(self.y[idx][0]))
+        return Params(dual_coef=a, intercept=b, X_fit=self.X, y_fit=self.y, extra={"gamma": self.gamma})
+
+    def losses(self, params: Params) -> Array:
+        return self.C * np.maximum(0.0, 1.0 - self.Q @ params.dual_coef - self.y * params.intercept)
+
+    def objective(self, params: Params, lam: float) -> float:
+        ell = self.losses(params)
+        a = params.dual_coef
+        reg = 0.5 * float(a @ self.Q @ a)
+        return float(reg + self.sp.sp_objective(self.sp.v_star(ell, lam), ell, lam).sum())
+
     def consistent(self, lam: float, tol: float = 1e-9) -> NDArray[np.intp]:
         h = self.events(self.theta(), lam)
         return np.flatnonzero(h < -tol * self.event_scale(lam))
+
+
+def weighted_lasso(X: Array, y: Array, v: Array, lev: float, w0: Array, max_iter: int = 500) -> Array | None:
+    """Exact ``argmin_w 1/2 sum_i v_i (y_i - x_i^T w)^2 + lev ||w||_1`` by an active-set method.
+
+    Warm-started from ``w0``: solve the equality system on the active set with fixed signs,
+    step back to the first coefficient that would change sign (and drop it), add the most
+    violating inactive coordinate, until the subgradient conditions hold to 1e-12.
+    Returns ``None`` if it does not converge (the caller then uses the model's solver).
+    """
+    d = X.shape[1]
+    w = np.array(w0, dtype=float)
+    XV = X * v[:, None]
+    c0 = XV.T @ y
+    G = X.T @ XV
+    active = w != 0
+    sign = np.sign(w)
+    for n_round in range(max_iter):
+        # equality solve on the active set, dropping coordinates that would change sign
+        for _ in range(d + 1):
+            idx = np.flatnonzero(active)
+            if idx.size == 0:
+                break
+            try:
+                target = np.linalg.solve(G[np.ix_(idx, idx)], c0[idx] - lev * sign[idx])
+            except np.linalg.LinAlgError:
+                return None
+            if not np.all(np.isfinite(target)):
+                return None
+            cur = w[idx]
+            bad = np.sign(target) != sign[idx]
+            if not np.any(bad):
+                w[idx] = target
+                break
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t = np.where(bad, cur / (cur - target), np.inf)
+            k = int(np.argmin(t))
+            tk = float(np.clip(t[k], 0.0, 1.0))
+            w[idx] = cur + tk * (target - cur)
+            w[idx[k]] = 0.0
+            active[idx[k]] = False
+            sign[idx[k]] = 0.0
+        corr = c0 - G @ w  # X^T V r
+        viol = np.abs(corr) - lev
+        viol[active] = -np.inf
+        add = np.flatnonzero(viol > 1e-12 * lev)
+        if d == 0 or add.size == 0:
+            return w
+        if n_round > 3:  # after a few rounds add one coordinate at a time (no cycling)
+            add = add[[int(np.argmax(viol[add]))]]
+        active[add] = True
+        sign[add] = np.sign(corr[add])
+    return None
 
 
 def svm_kkt(model: SVMModel, sp: SPRegularizer, params: Params, X: Array, y: Array, lam: float) -> float:
