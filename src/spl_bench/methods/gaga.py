@@ -7,6 +7,7 @@ every critical point) plus ``n_grid`` ages through the dense output
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,8 +30,10 @@ class GAGA(SPLEstimator):
     max_candidates : int
         Cap on the number of recorded points used as candidates (evenly thinned;
         critical points are always kept).
+    ode_method : {"LSODA", "BDF", "RK45", "DOP853"}
+        The scipy ODE solver that follows the path between critical points.
     rtol, atol, max_step : float
-        ODE solver settings (LSODA).
+        ODE solver settings.
     """
 
     def __init__(
@@ -43,6 +46,7 @@ class GAGA(SPLEstimator):
         lam_max: float = 20.0,
         n_grid: int = 400,
         max_candidates: int = 3000,
+        ode_method: str = "LSODA",
         rtol: float = 1e-7,
         atol: float = 1e-9,
         max_step: float = 0.25,
@@ -52,6 +56,7 @@ class GAGA(SPLEstimator):
         self.lam_max = lam_max
         self.n_grid = n_grid
         self.max_candidates = max_candidates
+        self.ode_method = ode_method
         self.rtol = rtol
         self.atol = atol
         self.max_step = max_step
@@ -61,7 +66,8 @@ class GAGA(SPLEstimator):
         lam_max = check_positive("lam_max", self.lam_max)
         if lam_min >= lam_max:
             raise ConfigError(f"lam_min ({lam_min}) must be smaller than lam_max ({lam_max})")
-        opts = EngineOptions(rtol=float(self.rtol), atol=float(self.atol), max_step=float(self.max_step))
+        opts = EngineOptions(method=str(self.ode_method), rtol=float(self.rtol), atol=float(self.atol),
+                             max_step=float(self.max_step))
         path = age_path(X, y, model=self.model_, sp=self._make_sp(), lam_range=(lam_min, lam_max),
                         options=opts)
         self.path_ = path
@@ -93,6 +99,10 @@ class GAGA(SPLEstimator):
                           extra={"gamma": path.meta["kernel_gamma"]})
         return Params(coef=np.asarray(vec), intercept=float(b))
 
+    def save_path(self, file: str | Path) -> Path:
+        """Write the fitted age-path (:meth:`AgePath.save`, ``.npz``); the runner calls this per seed."""
+        return self.path_.save(file)
+
     def run_info(self) -> dict[str, Any]:
         cc = self.path_.critical_counts()
         return {
@@ -103,4 +113,5 @@ class GAGA(SPLEstimator):
             "n_path_points": len(self.path_),
             "path_time_s": float(self.path_.meta["time_s"]),
             "n_solver_steps": int(self.path_.meta["n_solver_steps"]),
+            "n_failed_warm_starts": int(self.path_.meta["n_failed_warm_starts"]),
         }
