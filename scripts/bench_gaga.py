@@ -10,7 +10,10 @@ n = 1k, 2k, 5k, 10k (paper Fig. 5).  For each: GAGA's path on [λ_min, λ_max], 
 (warm-started, GAGA Algorithm 1) on the step-0.5 grid (the paper's baseline) and on the
 step-0.01 grid (GAGA's resolution).  ACS at step 0.01 is timed on ``--acs-fine-max``
 ages in five warm-started runs spread over the grid and scaled to the whole grid; the
-output says so (column ``acs_fine_extrapolated``).  All in one process.
+output says so (column ``acs_fine_extrapolated``).  All in one process; wall-clock and
+process CPU times are both recorded (``*_cpu_s``): on a shared 2-core machine the CPU
+times, and the ratios computed from them, are the ones to read.  GAGA runs with one BLAS
+thread (``EngineOptions.blas_threads``), and so does ACS here.
 Writes ``results/bench/gaga.{csv,md}``.
 
 Anchors measured by the issue author with the authors' released code on this machine
@@ -27,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from sklearn.model_selection import train_test_split
+from threadpoolctl import threadpool_limits
 
 from spl_bench.gaga import age_path
 from spl_bench.gaga.engine import ODE_SOLVERS, EngineOptions
@@ -75,27 +79,33 @@ def time_acs(model_name, mparams, sp, X, y, grid, max_points=None, n_chunks=5):
     ACS solve at the age before it, as in a sequential run) and the mean time per age
     is scaled to the whole grid; the early (small-age) ages alone would overstate it.
     """
+    with threadpool_limits(limits=1, user_api="blas"):  # like GAGA: CPU times comparable
+        return _time_acs(model_name, mparams, sp, X, y, grid, max_points, n_chunks)
+
+
+def _time_acs(model_name, mparams, sp, X, y, grid, max_points, n_chunks):
     model = get_model(model_name, **mparams)
     p0 = model.fit_weighted(X, y, np.ones(len(y)))
     if max_points is None or max_points >= len(grid):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         p = model.fit_weighted(X, y, np.ones(len(y)))
         for lam in grid:
             p, _, _, _ = acs_solve(model, sp, X, y, float(lam), p, tol=1e-10, max_iter=1000)
-        return time.perf_counter() - t0, False
+        return time.perf_counter() - t0, time.process_time() - c0, False
     m = max(1, max_points // n_chunks)
     starts = np.linspace(0, len(grid) - m, n_chunks).astype(int)
-    spent, timed = 0.0, 0
+    spent, spent_cpu, timed = 0.0, 0.0, 0
     for s0 in starts:
         p = p0
         if s0 > 0:  # the warm start a sequential run would have (not timed)
             p, _, _, _ = acs_solve(model, sp, X, y, float(grid[s0 - 1]), p, tol=1e-10, max_iter=1000)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for lam in grid[s0:s0 + m]:
             p, _, _, _ = acs_solve(model, sp, X, y, float(lam), p, tol=1e-10, max_iter=1000)
         spent += time.perf_counter() - t0
+        spent_cpu += time.process_time() - c0
         timed += m
-    return spent * len(grid) / timed, True
+    return spent * len(grid) / timed, spent_cpu * len(grid) / timed, True
 
 
 def main() -> None:
@@ -126,21 +136,23 @@ def main() -> None:
     stem = args.stem or ("gaga_quick" if args.quick else "gaga")
     for case in cases:
         model_name, mparams, X, y = load_case(case, args.quick, max_n=args.svm_max_n if case == "svm_mfeat" else None)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         path = age_path(X, y, model=model_name, sp=sp, lam_range=(args.lam_min, lam_max),
                         options=EngineOptions(method=args.method), **mparams)
-        t_gaga = time.perf_counter() - t0
+        t_gaga, c_gaga = time.perf_counter() - t0, time.process_time() - c0
         cc = path.critical_counts()
-        t_coarse, _ = time_acs(model_name, mparams, sp, X, y, lambda_grid(args.lam_min, lam_max, 0.5))
-        t_fine, extrap = time_acs(model_name, mparams, sp, X, y, lambda_grid(args.lam_min, lam_max, 0.01),
-                                  args.acs_fine_max)
+        t_coarse, c_coarse, _ = time_acs(model_name, mparams, sp, X, y, lambda_grid(args.lam_min, lam_max, 0.5))
+        t_fine, c_fine, extrap = time_acs(model_name, mparams, sp, X, y,
+                                          lambda_grid(args.lam_min, lam_max, 0.01), args.acs_fine_max)
         row = {
             "case": case, "n": X.shape[0], "d": X.shape[1], "sp": args.sp, "lam_max": lam_max,
             "gaga_s": t_gaga, "acs_step0.5_s": t_coarse, "acs_step0.01_s": t_fine,
             "acs_fine_extrapolated": extrap,
             "ratio_acs0.5_over_gaga": t_coarse / t_gaga, "ratio_acs0.01_over_gaga": t_fine / t_gaga,
+            "gaga_cpu_s": c_gaga, "acs_step0.5_cpu_s": c_coarse, "acs_step0.01_cpu_s": c_fine,
+            "cpu_ratio_acs0.5_over_gaga": c_coarse / c_gaga, "cpu_ratio_acs0.01_over_gaga": c_fine / c_gaga,
             "turning": cc["turning"], "jump": cc["jump"], "restarts": path.n_restarts,
-            "points": len(path), "ms_per_critical_point": 1e3 * t_gaga / max(1, cc["turning"] + cc["jump"]),
+            "points": len(path), "cpu_ms_per_critical_point": 1e3 * c_gaga / max(1, cc["turning"] + cc["jump"]),
             "authors_code_s": None,
             "ratio_authors_over_gaga": None,
             "ode_method": args.method,
@@ -150,7 +162,7 @@ def main() -> None:
         full_size = not args.quick and not (case == "svm_mfeat" and args.svm_max_n)
         if case in AUTHORS_ANCHOR_S and full_size and lam_max == 20.0:
             row["authors_code_s"] = AUTHORS_ANCHOR_S[case]
-            row["ratio_authors_over_gaga"] = AUTHORS_ANCHOR_S[case] / t_gaga
+            row["ratio_authors_over_gaga"] = AUTHORS_ANCHOR_S[case] / c_gaga
         rows.append(row)
         print({k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
         df = pd.DataFrame(rows)  # written after every case, so a long run keeps what it measured

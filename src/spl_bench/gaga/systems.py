@@ -269,27 +269,48 @@ class GLMSystem(PathSystem):
             z = z + theta[k]
         return z
 
-    def _loss(self, z: Array) -> tuple[Array, Array, Array]:
-        """``(ell, d ell/dz, d^2 ell/dz^2)`` per sample."""
+    def _loss(self, z: Array, y: Array | None = None) -> tuple[Array, Array, Array]:
+        """``(ell, d ell/dz, d^2 ell/dz^2)`` per sample (of ``y``, default all samples)."""
+        y = self.y if y is None else y
         if self.lasso:
-            r = self.y - z
+            r = y - z
             return 0.5 * r * r, -r, np.ones_like(r)
-        m = self.y * z
+        m = y * z
         C = self.C
         sn = expit(-m)
         ell = C * np.logaddexp(0.0, -m)
-        return ell, -C * self.y * sn, C * sn * (1.0 - sn)
+        return ell, -C * y * sn, C * sn * (1.0 - sn)
 
-    def _phi_T(self, u: Array) -> Array:
-        """``Phi^T u``."""
-        out = self._XA().T @ u
+    def _live(self) -> tuple[Array, Array, NDArray[np.int8]]:
+        """``(X_A, y, code)`` on the samples not in D: samples in D have ``v = 0`` and
+        ``dv* = 0``, so they contribute nothing to ``F`` or its Jacobians."""
+        if "XL" not in self._cache:
+            live = np.flatnonzero(self.code != HARD)
+            self._cache["XL"] = np.ascontiguousarray(self._XA()[live])
+            self._cache["yL"] = self.y[live]
+            self._cache["cL"] = self.code[live]
+        return self._cache["XL"], self._cache["yL"], self._cache["cL"]
+
+    def _live_terms(self, theta: Array, lam: float) -> tuple[Array, Array, Array, Array, Array, Array]:
+        """``X_A``, ``ell'``, ``ell''``, ``v``, ``dv/dell``, ``dv/dlam`` on the live samples."""
+        XL, yL, cL = self._live()
+        k = XL.shape[1]
+        z = XL @ theta[:k]
+        if not self.lasso:
+            z = z + theta[k]
+        ell, l1, l2 = self._loss(z, yL)
+        v, dl, dlam = sp_weights(self.sp, ell, cL, lam)
+        return XL, l1, l2, v, dl, dlam
+
+    def _phi_T(self, u: Array, XA: Array | None = None) -> Array:
+        """``Phi^T u`` (over all samples, or over the rows of ``XA``)."""
+        out = (self._XA() if XA is None else XA).T @ u
         return out if self.lasso else np.append(out, u.sum())
 
     def residual(self, theta: Array, lam: float) -> Array:
-        ell, l1, _ = self._loss(self._z(theta))
-        v, _, _ = sp_weights(self.sp, ell, self.code, lam)
-        F = self._phi_T(v * l1)
-        k = int(self.active.sum())
+        XA, l1, _, v, _, _ = self._live_terms(theta, lam)
+        F = self._phi_T(v * l1, XA)
+        k = XA.shape[1]
         if self.lasso:
             F += self.lev * self.sign[self.active]
         else:
@@ -297,10 +318,8 @@ class GLMSystem(PathSystem):
         return F
 
     def jacobians(self, theta: Array, lam: float) -> tuple[Array, Array]:
-        ell, l1, l2 = self._loss(self._z(theta))
-        v, dl, dlam = sp_weights(self.sp, ell, self.code, lam)
+        XA, l1, l2, v, dl, dlam = self._live_terms(theta, lam)
         D = v * l2 + dl * l1 * l1
-        XA = self._XA()
         k = XA.shape[1]
         if self.lasso:
             J = XA.T @ (D[:, None] * XA)
@@ -313,7 +332,7 @@ class GLMSystem(PathSystem):
             J[:k, k] = col
             J[k, :k] = col
             J[k, k] = D.sum()
-        return J, self._phi_T(dlam * l1)
+        return J, self._phi_T(dlam * l1, XA)
 
     def fit_weighted(self, v: Array, warm: Params) -> Params:
         """Lasso: the exact active-set solver (falls back to the model's solver)."""
