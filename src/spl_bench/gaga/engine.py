@@ -323,7 +323,7 @@ class _Tracker:
         self.kinds.append(kind)
 
     # ----------------------------------------------------------------- jumps
-    def warm_start(self, lam: float, params: Params) -> bool:
+    def warm_start(self, lam: float, params: Params, polish_first: bool = True) -> bool:
         """ACS from ``params`` at ``lam`` (GAGA Algorithm 2, line 8), finished by Newton.
 
         After a jump ACS first escapes slowly from the ghost of the vanished branch
@@ -340,7 +340,7 @@ class _Tracker:
         self.n_restarts += 1
         o = self.o
         # cheapest first: the polish alone, from params with the sets re-derived at lam
-        if self.try_polish(lam, params, rounds=10):
+        if polish_first and self.try_polish(lam, params, rounds=10):
             return True
         p = params
         v = self.sp.v_star(self.sys.losses(p), lam)
@@ -390,7 +390,9 @@ class _Tracker:
         o = self.o
         if init is None:
             init = self.model.fit_weighted(self.X, self.y, np.ones(len(self.y)))
-        self.warm_start(lam_min, init)
+        # the start is ACS's own partial optimum (a polish straight from the v = 1 fit can
+        # land on another one): ACS first, Newton only once ACS contracts
+        self.warm_start(lam_min, init, polish_first=False)
         self.n_restarts = 0
         self.record(lam_min, "start")
         lam = lam_min
@@ -431,7 +433,7 @@ class _Tracker:
             t1, y1 = float(solver.t), solver.y
             # crossings are judged on the Newton-projected step end, not on the raw ODE state
             # (whose error can hide or invent a crossing when steps are long)
-            theta1, _ = self.newton(y1[:-1].copy(), t1)
+            theta1, res1 = self.newton(y1[:-1].copy(), t1)
             h = sysm.events(theta1, t1)
             bad = np.flatnonzero(h < -o.event_tol * sysm.event_scale(t1))
             dense = solver.dense_output()
@@ -463,6 +465,8 @@ class _Tracker:
                 if sign0 != 0 and self.last_sign != sign0:
                     return self.fold(t_prev, t_star, dense, sign0)
                 return self.event(t_star, lam_max, bad)
+            if res1 > 1e3 * o.newton_tol:  # no partial optimum at t1: the path ends (a fold)
+                return self.fold(t_prev, t1, dense, sign0, "the projection fails (fold of the path)")
             # regular step: record the Newton-projected point
             sysm.set_theta(theta1)
             self.record(t1)
@@ -525,7 +529,8 @@ class _Tracker:
             return float(brentq(H, lo, hi, xtol=xtol, rtol=1e-15))
         return float(brentq(H, a, b, xtol=xtol, rtol=1e-15))
 
-    def fold(self, a: float, b: float, dense: Any, sign0: float) -> float:
+    def fold(self, a: float, b: float, dense: Any, sign0: float,
+             reason: str = "fold of the path (det J changes sign)") -> float:
         """``det J`` changed sign in ``(a, b)``: locate the fold by bisection; it is a jump point."""
         sysm = self.sys
         # drop points recorded past the fold
@@ -542,10 +547,24 @@ class _Tracker:
                 b = m
             if b - a <= 1e-13 * max(1.0, b):
                 break
-        theta, _ = self.newton(dense(a)[:-1], a)
+        # Newton converges slowly right at the fold (J is singular there): back off towards
+        # the last accepted step until the projected point is a partial optimum again
+        lo, fold_at = (self.lams[-1] if self.lams else a), a
+        theta, res = self.newton(dense(a)[:-1], a, max_iter=20)
+        back = 1e-12 * max(1.0, a)
+        while res > self.o.newton_tol and a - back > lo:
+            a = fold_at - back
+            theta, res = self.newton(dense(a)[:-1], a, max_iter=20)
+            back *= 10.0
+        if res > 1e3 * self.o.newton_tol and lo < fold_at:  # the fold is at the last recorded point
+            a = lo
+            theta, res = self.newton(dense(a)[:-1], a, max_iter=20)
         sysm.set_theta(theta)
-        self.record(a, "before")
-        return self.jump(a, [], "fold of the path (det J changes sign)")
+        if not self.lams or a > self.lams[-1]:
+            self.record(a, "before")
+        else:
+            self.kinds[-1] = "before"
+        return self.jump(a, [], reason)
 
     def event(self, lam: float, lam_max: float, crossed: NDArray[np.intp]) -> float:
         """Handle a critical point at ``lam`` (state already on the old sets' path)."""
