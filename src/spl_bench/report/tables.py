@@ -13,6 +13,8 @@ from rich.table import Table
 from spl_bench.errors import DataError
 
 ROW_KEYS = ["experiment", "dataset", "noise", "model", "selection", "metric"]
+#: per-run counts of critical points by kind, written by path methods (GAGA)
+CRITICAL_COLUMNS = ["n_critical_turning", "n_critical_jump"]
 
 
 def read_results(paths: Iterable[str | Path]) -> pd.DataFrame:
@@ -49,6 +51,9 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     restarts = grouped["n_restarts"].mean() if "n_restarts" in main else None
     out["restarts"] = restarts
     out["time_s"] = grouped["time_s"].mean()
+    for col in CRITICAL_COLUMNS:  # exact-path methods (GAGA): critical points by kind, per run
+        if col in main:
+            out[col] = grouped[col].mean()
     return out.reset_index()
 
 

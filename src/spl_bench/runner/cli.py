@@ -31,7 +31,7 @@ def _run(argv: list[str]) -> int:
 
 
 def _report(argv: list[str]) -> int:
-    from spl_bench.report.figures import bar_figure
+    from spl_bench.report.figures import bar_figure, critical_point_figure
     from spl_bench.report.tables import print_tables, read_results, summarize, write_report
 
     ap = argparse.ArgumentParser(prog="spl-bench report", description="aggregate results into tables")
@@ -47,6 +47,7 @@ def _report(argv: list[str]) -> int:
         written = write_report(frame, args.out, args.name)
         if not args.no_figure:
             written += bar_figure(summary, Path(args.out) / f"{args.name}.png")
+            written += critical_point_figure(frame, Path(args.out) / f"{args.name}_critical_points.png")
         for p in written:
             console.print(f"wrote {p}")
     return 0

@@ -1,0 +1,42 @@
+"""Report: critical-point counts of path methods in the summary and their histogram figure."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from spl_bench.report.figures import critical_point_figure
+from spl_bench.report.tables import summarize
+
+
+def _frame(with_counts: bool) -> pd.DataFrame:
+    rng = np.random.default_rng(1)
+    rows = []
+    for seed in range(6):
+        turning, jump = int(rng.integers(100, 400)), int(rng.integers(0, 30))
+        for metric in ("gen_error", "selection_gen_error"):
+            row = {"experiment": "e", "dataset": "d", "noise": "n", "method": "gaga", "model": "lasso",
+                   "sp": "linear", "selection": "validation", "config_hash": "h", "seed": seed,
+                   "metric": metric, "value": rng.random(), "time_s": 1.0, "n_restarts": jump}
+            if with_counts:
+                row |= {"n_critical_turning": turning, "n_critical_jump": jump}
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def test_summary_has_the_mean_critical_point_counts(tmp_path):
+    frame = _frame(True)
+    main = frame[frame.metric == "gen_error"]
+    row = summarize(frame).iloc[0]
+    assert row["n_critical_turning"] == pytest.approx(main.n_critical_turning.mean())
+    assert row["n_critical_jump"] == pytest.approx(main.n_critical_jump.mean())
+    written = critical_point_figure(frame, tmp_path / "cp.png")
+    assert written == [tmp_path / "cp.png"] and written[0].stat().st_size > 0
+
+
+def test_no_critical_point_figure_without_the_counts(tmp_path):
+    frame = _frame(False)
+    assert "n_critical_turning" not in summarize(frame)
+    assert critical_point_figure(frame, tmp_path / "cp.png") == []
+    assert not (tmp_path / "cp.png").exists()
