@@ -26,6 +26,7 @@ from spl_bench.methods.outlier_path.path import (
     outlier_path_theta,
     polished_svm,
     svm_dual,
+    svm_path,
 )
 from spl_bench.models import Model, Params, get_model
 from spl_bench.models.svm import resolve_gamma
@@ -63,6 +64,21 @@ class _KernelSVMEstimator(SPLEstimator):
         if len(grid) == 0:
             raise ConfigError("C_grid is empty")
         return [check_positive("C", c) for c in grid]
+
+    def _svm_starts(self, K: Array, y: Array, Cs: list[float]) -> list[tuple[Array, float]]:
+        """The standard SVM for every C: exact by the C-path (``svm_start="path"``, falling back
+        to SVC if the path meets a degenerate step) or scikit-learn's SVC (``"svc"``)."""
+        start = getattr(self, "svm_start", "path")
+        if start not in ("path", "svc"):
+            raise ConfigError(f"svm_start must be 'path' or 'svc', got {start!r}")
+        self.n_start_fallbacks_ = 0
+        if start == "path":
+            try:
+                with threadpool_limits(limits=1, user_api="blas"):
+                    return svm_path(K, y, Cs)
+            except DegenerateStepError:
+                self.n_start_fallbacks_ = 1
+        return [svm_dual(K, y, C) for C in Cs]
 
     def _kernel(self, X: Array) -> Array:
         self.gamma_ = self._gamma(X)
@@ -118,6 +134,7 @@ class OutlierPath(_KernelSVMEstimator):
         gamma: float | str | None = None,
         tol: float = 1e-9,
         max_events: int | None = None,
+        svm_start: str = "path",
     ) -> None:
         super().__init__(model=model, model_params=model_params, sp=sp, sp_params=sp_params)
         self.variant = variant
@@ -125,6 +142,7 @@ class OutlierPath(_KernelSVMEstimator):
         self.gamma = gamma
         self.tol = tol
         self.max_events = max_events
+        self.svm_start = svm_start
 
     def _fit(self, X: Array, y: Array) -> None:
         variant = self._check_variant()
@@ -136,8 +154,8 @@ class OutlierPath(_KernelSVMEstimator):
         self.fit_time_ = 0.0
         self.n_fallback_ = 0
         t0 = time.perf_counter()
-        for C in self._C_values():
-            init = svm_dual(K, y, C)
+        Cs = self._C_values()
+        for C, init in zip(Cs, self._svm_starts(K, y, Cs), strict=True):
             # many small dense solves: multi-threaded BLAS only adds overhead (and contention)
             with threadpool_limits(limits=1, user_api="blas"):
                 res = run(K, y, C, tol=self.tol, max_events=self.max_events, init=init)
@@ -232,11 +250,13 @@ class CCCP(_KernelSVMEstimator):
         n_candidates: int = 5,
         tol: float = 1e-3,
         solver: str = "homotopy",
+        svm_start: str = "path",
     ) -> None:
         super().__init__(model=model, model_params=model_params, sp=sp, sp_params=sp_params)
         self.variant = variant
         self.C_grid = C_grid
         self.gamma = gamma
+        self.svm_start = svm_start
         self.solver = solver
         self.n_candidates = n_candidates
         self.tol = tol
@@ -254,15 +274,21 @@ class CCCP(_KernelSVMEstimator):
         self.n_outer_ = 0
         self.n_unconverged_ = 0
         t0 = time.perf_counter()
-        for C in self._C_values():
+        Cs = self._C_values()
+        starts = self._svm_starts(K, y, Cs)
+        exact = self.n_start_fallbacks_ == 0 and getattr(self, "svm_start", "path") == "path"
+        for C, start in zip(Cs, starts, strict=True):
             solver = self.solver
-            with threadpool_limits(limits=1, user_api="blas"):
-                try:
-                    a0, b0 = polished_svm(K, y, C) if solver == "homotopy" else svm_dual(K, y, C)
-                except DegenerateStepError:  # no exact SVM start: fall back to SMO for this C
-                    a0, b0 = svm_dual(K, y, C)
-                    solver = "smo"
-                    self.n_unconverged_ += 1
+            if exact:
+                a0, b0 = start
+            else:
+                with threadpool_limits(limits=1, user_api="blas"):
+                    try:
+                        a0, b0 = polished_svm(K, y, C, init=start) if solver == "homotopy" else start
+                    except DegenerateStepError:  # no exact SVM start: fall back to SMO for this C
+                        a0, b0 = start
+                        solver = "smo"
+                        self.n_unconverged_ += 1
             s_init = float((Q @ a0 + y * b0).min())
             values = cccp_values(variant, int(self.n_candidates), s_init)
             with threadpool_limits(limits=1, user_api="blas"):
@@ -295,18 +321,26 @@ class CSVM(_KernelSVMEstimator):
         C_grid: list[float] | None = None,
         gamma: float | str | None = None,
         variant: str = "-",
+        svm_start: str = "path",
     ) -> None:
         super().__init__(model=model, model_params=model_params, sp=sp, sp_params=sp_params)
         self.C_grid = C_grid
         self.gamma = gamma
         self.variant = variant  # ignored: lets one sweep over method.variant include csvm
+        self.svm_start = svm_start
 
     def _fit(self, X: Array, y: Array) -> None:
         self.X_fit_, self.y_fit_ = X, y
         K = self._kernel(X)
         models = []
-        for C in self._C_values():
-            a, b = svm_dual(K, y, C, tol=1e-3)
+        t0 = time.perf_counter()
+        Cs = self._C_values()
+        for C, (a, b) in zip(Cs, self._svm_starts(K, y, Cs), strict=True):
             self.candidate_params_.append({"C": C})
             models.append(self._params(a, b))
+        self.fit_time_ = time.perf_counter() - t0
         self.candidate_models_ = models
+
+    def run_info(self) -> dict[str, Any]:
+        return {"n_candidates": len(self.candidate_params_), "n_start_fallbacks": self.n_start_fallbacks_,
+                "fit_time": self.fit_time_}

@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy.linalg import lapack
 from sklearn.svm import SVC
 
 Array = NDArray[np.float64]
@@ -61,6 +62,54 @@ class DegenerateStepError(RuntimeError):
 
 class _NoEnteringPoint(DegenerateStepError):
     """A b-move found no point that can become active (a one-class set of movable points)."""
+
+
+class SingularSystemError(DegenerateStepError):
+    """The active system (11) is singular: the active coefficients are not unique."""
+
+
+#: reciprocal condition number (1-norm estimate) under which the active system counts as
+#: singular.  In exact arithmetic its null space only holds coefficient changes that leave f
+#: unchanged (exactly dependent active points: duplicated rows, ``d + 2`` points on a linear
+#: margin, ...); near-dependent points on a path give ``1 / rcond`` up to about 1e12 here.
+RCOND_SINGULAR = 1e-15
+#: under this, the right-hand side and the residuals are formed in extended precision and
+#: the solution is refined (near-dependent active points of a linear kernel on discrete
+#: features: the error of a plain solve, ``eps / rcond``, reaches the KKT tolerance)
+RCOND_REFINE = 1e-8
+#: Harris ratio test: the largest overshoot of a margin (or, times C, of a coefficient) past
+#: its threshold allowed when a degenerate tie is broken towards the largest rate
+HARRIS_TOL = 1e-11
+
+
+def kkt_solve(M: Array, rhs: Array, rhs_hi: Callable[[], NDArray[np.longdouble]] | None = None) -> Array:
+    """Solve the active system ``M x = rhs`` (eq. 11 with the row ``sum a_i y_i = 0``).
+
+    LU with a condition estimate.  An ill-conditioned system (``rcond < RCOND_REFINE``) is
+    refined with residuals in extended precision (``np.longdouble``), the right-hand side
+    given by ``rhs_hi()`` when the caller can form it more accurately than ``rhs``.  Raises
+    :class:`SingularSystemError` when ``rcond < RCOND_SINGULAR``.
+    """
+    lu, piv, info = lapack.dgetrf(M)
+    if info > 0:
+        raise SingularSystemError("singular KKT system (linear system (11))")
+    anorm = float(np.abs(M).sum(axis=0).max())
+    rcond, _ = lapack.dgecon(lu, anorm, norm="1")
+    if not rcond >= RCOND_SINGULAR:
+        raise SingularSystemError(f"singular KKT system (linear system (11)), rcond {rcond:.1e}")
+    x, _ = lapack.dgetrs(lu, piv, rhs)
+    if rcond < RCOND_REFINE:
+        r_hi = rhs_hi() if rhs_hi is not None else rhs.astype(np.longdouble)
+        M_hi = M.astype(np.longdouble)
+        for _ in range(4):
+            res = r_hi - M_hi @ x.astype(np.longdouble)
+            dx, _ = lapack.dgetrs(lu, piv, res.astype(float))
+            x = x + dx
+            if np.abs(dx).max(initial=0.0) <= 1e-15 * max(1.0, float(np.abs(x).max(initial=0.0))):
+                break
+    if not np.all(np.isfinite(x)):
+        raise DegenerateStepError("non-finite solution of the KKT system (linear system (11))")
+    return x
 
 
 # --------------------------------------------------------------------------- objective
@@ -228,6 +277,45 @@ def polished_svm(K: Array, y: Array, C: float, init: tuple[Array, float] | None 
     return eng.alpha.copy(), float(eng.b)
 
 
+def svm_path(
+    K: Array, y: Array, Cs: list[float] | Array, *, tol: float = 1e-9, max_events: int | None = None,
+) -> list[tuple[Array, float]]:
+    """Exact standard SVMs for every ``C`` of ``Cs`` by the regularization path in ``C``.
+
+    SVC (polished exactly) at the smallest ``C``, where libsvm converges fast, then the
+    piecewise-linear path of the SVM solution in ``C`` (Hastie et al. 2004) traced by the
+    same engine as the outlier path: the coefficients at the upper bound move with ``C``,
+    the free ones and ``b`` solve the active system.  For a linear kernel at large ``C``
+    this replaces a libsvm run of minutes by a fraction of a second, and it gives the
+    exact solution.  Returns ``(alpha, b)`` in the order of ``Cs``.
+    """
+    y = np.asarray(y, dtype=float)
+    Cs = [float(c) for c in Cs]
+    order = np.argsort(Cs, kind="stable")
+    n = len(y)
+    max_events = max_events or 50 * n + 1000
+    eng = _Engine(np.outer(y, y) * K, y, Cs[order[0]], theta=1.0, s=-np.inf, tol=tol)
+    eng.start(*svm_dual(K, y, Cs[order[0]]))
+    out: list[tuple[Array, float] | None] = [None] * len(Cs)
+    eng.dC = 1.0
+
+    def adv(t: float) -> None:
+        eng.C += t
+
+    def rate() -> Array:
+        return np.where(eng.st == L, 1.0, 0.0)
+
+    for k in order:
+        C1 = Cs[k]
+        if C1 > eng.C:
+            eng.last = -1
+            eng.trace(rate, C1 - eng.C, adv, lambda kind: False, max_events)
+            eng.C = C1
+            eng.refresh()
+        out[k] = (eng.alpha.copy(), float(eng.b))
+    return [o for o in out if o is not None]
+
+
 # --------------------------------------------------------------------------- engine
 class _Engine:
     """Event-driven tracer of one-parameter piecewise-linear paths of the RSVM KKT system."""
@@ -252,6 +340,9 @@ class _Engine:
         self.tau = 0.0
         self.n_events = 0
         self.n_bmoves = 0
+        self.n_null_moves = 0
+        #: rate of the upper bound C per unit step (the C-path of :func:`svm_path`)
+        self.dC = 0.0
         self.last = -1  # the point of the last event, not allowed to switch back at a zero step
 
     # ----------------------------------------------------------------- basics
@@ -278,30 +369,97 @@ class _Engine:
         M[k, :k] = self.y[A]
         return M
 
-    def _solve(self, M: Array, rhs: Array) -> Array:
-        try:
-            sol = np.linalg.solve(M, rhs)
-        except np.linalg.LinAlgError as exc:
-            raise DegenerateStepError("singular KKT system (linear system (11))") from exc
-        if not np.all(np.isfinite(sol)) or np.linalg.norm(M @ sol - rhs) > 1e-6 * (1 + np.abs(rhs).max()):
-            raise DegenerateStepError("ill-conditioned KKT system (linear system (11))")
-        return sol
+    def _solve(self, M: Array, rhs: Array, rhs_hi: Any = None) -> Array:
+        return kkt_solve(M, rhs, rhs_hi)
 
     def refresh(self) -> None:
-        """Set the fixed coefficients exactly and re-solve the active ones and ``b`` (eq. 11)."""
+        """Set the fixed coefficients exactly and re-solve the active ones and ``b`` (eq. 11).
+
+        A singular system (the active coefficients are not unique) is first reduced by
+        null-space moves (:meth:`drop_dependent`), which leave ``f`` unchanged.
+        """
         self.set_fixed_alpha()
-        A = self.active()
-        if A.size:
+        for _ in range(self.n + 1):
+            A = self.active()
+            if A.size == 0:
+                break
             fix = np.ones(self.n, dtype=bool)
             fix[A] = False
-            af = self.alpha[fix]
+            F = np.flatnonzero(fix)
+            af = self.alpha[F]
+            QAF = self.Q[np.ix_(A, F)]
             rhs = np.empty(A.size + 1)
-            rhs[:-1] = self.targets(A) - self.Q[np.ix_(A, np.flatnonzero(fix))] @ af
-            rhs[-1] = -self.y[fix] @ af
-            sol = self._solve(self._kkt_matrix(A), rhs)
+            rhs[:-1] = self.targets(A) - QAF @ af
+            rhs[-1] = -self.y[F] @ af
+
+            def rhs_hi(A=A, F=F, af=af, QAF=QAF) -> NDArray[np.longdouble]:
+                afl = af.astype(np.longdouble)
+                r = np.empty(A.size + 1, dtype=np.longdouble)
+                r[:-1] = self.targets(A).astype(np.longdouble) - QAF.astype(np.longdouble) @ afl
+                r[-1] = -(self.y[F].astype(np.longdouble) @ afl)
+                return r
+
+            try:
+                sol = self._solve(self._kkt_matrix(A), rhs, rhs_hi)
+            except SingularSystemError:
+                self.drop_dependent(A)
+                continue
             self.alpha[A] = sol[:-1]
             self.b = float(sol[-1])
+            break
+        else:
+            raise DegenerateStepError("could not reduce a singular active set")
         self.m = self.Q @ self.alpha + self.y * self.b
+
+    def bounds(self, A: NDArray[np.intp]) -> tuple[Array, Array]:
+        """The box of the active coefficients: E ``[0, C]``, IB ``[C, inf)``, OB ``(-inf, C theta]``."""
+        st = self.st[A]
+        lo = np.where(st == E, 0.0, np.where(st == IB, self.C, -np.inf))
+        hi = np.where(st == E, self.C, np.where(st == IB, np.inf, self.C * self.theta))
+        return lo, hi
+
+    def drop_dependent(self, A: NDArray[np.intp]) -> None:
+        """Null-space move: with a singular active system, move the active coefficients along
+        its null space until one reaches its bound, and fix that point there.
+
+        The null space of ``[[Q_AA, y_A], [y_A^T, 0]]`` holds ``(v, 0)`` with ``Q_AA v = 0``
+        and ``y_A^T v = 0`` (``v^T Q_AA v = 0`` and ``Q`` is PSD), i.e. coefficient changes
+        that leave ``f`` unchanged everywhere: every margin, the objective and the KKT
+        conditions of all other points stay as they are.  The fixed point keeps its margin
+        (1 for E, s for IB/OB) with its coefficient at the bound, which (10a)-(10d) allow.
+        """
+        M = self._kkt_matrix(A)
+        _, _, Vt = np.linalg.svd(M)
+        v = Vt[-1, :-1]
+        v = v / np.abs(v).max()
+        a = self.alpha[A]
+        lo, hi = self.bounds(A)
+        a = np.clip(a, lo, hi)
+        best_t, best_j, best_sign = np.inf, -1, 1.0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            for sign in (1.0, -1.0):
+                r = sign * v
+                t = np.where(r > 1e-12, (hi - a) / r, np.where(r < -1e-12, (lo - a) / r, np.inf))
+                t = np.maximum(t, 0.0)
+                j = int(np.argmin(t))
+                if t[j] < best_t:
+                    best_t, best_j, best_sign = float(t[j]), j, sign
+        if best_j < 0 or not np.isfinite(best_t):
+            raise DegenerateStepError("singular active system without a bounded null direction")
+        a = a + best_t * best_sign * v
+        i = int(A[best_j])
+        at_lo = best_sign * v[best_j] < 0
+        self.alpha[A] = a
+        old = self.st[i]
+        if old == E:
+            self.st[i] = R if at_lo else L
+        elif old == IB:
+            self.st[i] = L
+        else:
+            self.st[i] = OO
+        self.alpha[i] = lo[best_j] if at_lo else hi[best_j]
+        self.last = i
+        self.n_null_moves += 1
 
     def objective(self) -> float:
         return rsvm_objective(self.alpha, self.b, self.Q, self.y, self.C, self.theta, self.s)
@@ -325,10 +483,20 @@ class _Engine:
             if abs(r) <= 1e-12 * max(1.0, np.abs(da).max(initial=0.0)):
                 return da, 0.0
             return None
+        QAn = self.Q[np.ix_(A, nz)]
+        dn = da[nz]
         rhs = np.empty(A.size + 1)
-        rhs[:-1] = -(self.Q[np.ix_(A, nz)] @ da[nz])
-        rhs[-1] = -(self.y[nz] @ da[nz])
-        sol = self._solve(self._kkt_matrix(A), rhs)
+        rhs[:-1] = -(QAn @ dn)
+        rhs[-1] = -(self.y[nz] @ dn)
+
+        def rhs_hi() -> NDArray[np.longdouble]:
+            dl = dn.astype(np.longdouble)
+            r = np.empty(A.size + 1, dtype=np.longdouble)
+            r[:-1] = -(QAn.astype(np.longdouble) @ dl)
+            r[-1] = -(self.y[nz].astype(np.longdouble) @ dl)
+            return r
+
+        sol = self._solve(self._kkt_matrix(A), rhs, rhs_hi)
         da[A] = sol[:-1]
         return da, float(sol[-1])
 
@@ -338,45 +506,82 @@ class _Engine:
 
     # ----------------------------------------------------------------- events
     def next_event(self, da: Array, dm: Array, limit: float, exclude: int) -> tuple[float, int, str]:
-        """Smallest step ``t in [0, limit]`` at which some point changes state."""
+        """Step ``t in [0, limit]`` to the next state change, by a Harris ratio test.
+
+        Degenerate ties (with a linear kernel many points can sit exactly on the margin or
+        the boundary, e.g. when f collapses to a constant) are broken as in the simplex
+        method (Harris 1973): every candidate may overshoot its threshold by at most
+        ``HARRIS_TOL`` (margin units; ``C * HARRIS_TOL`` for coefficients), and among the
+        candidates reachable within that slack the one with the largest rate enters or
+        leaves.  Picking a point whose rate is rounding noise (a tiny pivot) otherwise makes
+        the next active system nearly singular and its coefficients inaccurate.
+        """
         st, a, m, C = self.st, self.alpha, self.m, self.C
         eps = 1e-13
         # margin rates below rounding level count as zero (a rank-deficient kernel can pin f
         # while the coefficients still move; then every dm is noise)
         eps_m = 1e-11 * max(1.0, float(np.abs(da).max(initial=0.0))) * self.q_scale
-        best_t, best_j, best_k = limit, -1, "end"
+        cand_t: list[Array] = []
+        cand_slack: list[Array] = []
+        cand_rate: list[Array] = []
+        cand_idx: list[NDArray[np.intp]] = []
+        cand_kind: list[str] = []
+        bad_t, bad_j = np.inf, -1
 
-        def consider(mask: NDArray[np.bool_], num: Array, den: Array, kind: str) -> None:
-            nonlocal best_t, best_j, best_k
+        def consider(mask: NDArray[np.bool_], num: Array, den: Array, kind: str, unit: float) -> None:
             idx = np.flatnonzero(mask)
             if idx.size == 0:
                 return
-            t = np.maximum(num[idx] / den[idx], 0.0)
+            t = num[idx] / den[idx]
+            rate = np.abs(den[idx]) / unit
             if exclude >= 0:
                 # the point of the last event may not switch back at (numerically) zero step
                 t[(idx == exclude) & (t <= 1e-12)] = np.inf
-            k = int(np.argmin(t))
-            if t[k] < best_t:
-                best_t, best_j, best_k = float(t[k]), int(idx[k]), kind
+            cand_t.append(t)
+            cand_slack.append(t + HARRIS_TOL / rate)
+            cand_rate.append(rate)
+            cand_idx.append(idx)
+            cand_kind.append(kind)
 
         with np.errstate(divide="ignore", invalid="ignore"):
-            consider((st == E) & (da < -eps), -a, da, "E->R")
-            consider((st == E) & (da > eps), C - a, da, "E->L")
-            consider((st == IB) & (da < -eps), C - a, da, "IB->L")
-            consider((st == OB) & (da > eps), C * self.theta - a, da, "OB->OO")
-            consider((st == R) & (dm < -eps_m), 1.0 - m, dm, "R->E")
-            consider((st == L) & (dm > eps_m), 1.0 - m, dm, "L->E")
-            consider((st == L) & (dm < -eps_m), self.s - m, dm, "L->IB")
-            consider((st == OO) & (dm > eps_m), self.s - m, dm, "OO->OB")
+            cu = max(C, 1e-300)
+            dC = self.dC
+            consider((st == E) & (da < -eps), -a, da, "E->R", cu)
+            consider((st == E) & (da > dC + eps), C - a, da - dC, "E->L", cu)
+            consider((st == IB) & (da < dC - eps), C - a, da - dC, "IB->L", cu)
+            consider((st == OB) & (da > eps), C * self.theta - a, da, "OB->OO", cu)
+            consider((st == R) & (dm < -eps_m), 1.0 - m, dm, "R->E", 1.0)
+            consider((st == L) & (dm > eps_m), 1.0 - m, dm, "L->E", 1.0)
+            consider((st == L) & (dm < -eps_m), self.s - m, dm, "L->IB", 1.0)
+            consider((st == OO) & (dm > eps_m), self.s - m, dm, "OO->OB", 1.0)
             fin = (st == F) & self.inl
             fout = (st == F) & ~self.inl
-            consider(fin & (dm > eps_m), 1.0 - m, dm, "F->E")
+            consider(fin & (dm > eps_m), 1.0 - m, dm, "F->E", 1.0)
             # a swapped point moving back over the boundary is a failure; with a pinned f
             # (rank-deficient kernel) its margin rate is zero up to rounding, hence the
             # looser threshold
             big = 1e-9 * (1.0 + float(np.abs(dm).max(initial=0.0)))
-            consider(fin & (dm < -big), self.s - m, dm, "F-bad")
-            consider(fout & (dm > big), self.s - m, dm, "F-bad")
+            for mask in (fin & (dm < -big), fout & (dm > big)):
+                idx = np.flatnonzero(mask)
+                if idx.size:
+                    t = np.maximum((self.s - m[idx]) / dm[idx], 0.0)
+                    k = int(np.argmin(t))
+                    if t[k] < bad_t:
+                        bad_t, bad_j = float(t[k]), int(idx[k])
+        best_t, best_j, best_k = limit, -1, "end"
+        if cand_t:
+            t_all = np.concatenate(cand_t)
+            if t_all.size and float(t_all.min()) < limit:
+                t_h = float(np.concatenate(cand_slack).min())
+                rate = np.where(t_all <= t_h, np.concatenate(cand_rate), -np.inf)
+                k = int(np.argmax(rate))
+                sizes = np.cumsum([c.size for c in cand_idx])
+                g = int(np.searchsorted(sizes, k, side="right"))
+                best_t = max(0.0, min(float(t_all[k]), limit))
+                best_j = int(np.concatenate(cand_idx)[k])
+                best_k = cand_kind[g]
+        if bad_j >= 0 and bad_t < best_t:
+            return bad_t, bad_j, "F-bad"
         return best_t, best_j, best_k
 
     def apply_event(self, j: int, kind: str) -> None:
@@ -411,7 +616,14 @@ class _Engine:
         zero_steps = 0
         while True:
             q = rate()
-            d = self.direction(q)
+            try:
+                d = self.direction(q)
+            except SingularSystemError:
+                # states set without a re-solve (boundary points of OP-s) can leave dependent
+                # active points: reduce them by null-space moves (f unchanged), then solve
+                self.refresh()
+                q = rate()
+                d = self.direction(q)
             if d is None:
                 kind = self.bmove(float(self.y @ q))
                 if on_event(kind):
@@ -478,18 +690,9 @@ class _Engine:
         self.st = st
         # active-set polishing: first swap every violator at once, then one at a time
         for it in range(30 + 3 * self.n):
-            try:
-                self.refresh()
-            except DegenerateStepError:
-                # rank-deficient kernel (linear, more free SVs than d + 1: alpha not unique):
-                # move the free coefficient closest to a bound onto it and re-solve
-                e = np.flatnonzero(self.st == E)
-                if e.size == 0:
-                    raise
-                a = self.alpha[e]
-                j = int(np.argmin(np.minimum(a, C - a)))
-                self.st[e[j]] = R if a[j] < 0.5 * C else L
-                continue
+            # a rank-deficient free set (linear kernel, more free SVs than d + 1) is reduced
+            # by null-space moves inside refresh()
+            self.refresh()
             a, m, st = self.alpha, self.m, self.st
             bad = False
             for mask, new in (

@@ -1,0 +1,96 @@
+"""Tests of the exact SVM starts of the outlier path: the C-path, the KKT solve and the
+null-space moves on singular active systems (duplicated rows)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.linalg import hilbert
+
+from spl_bench.errors import ConfigError
+from spl_bench.methods.outlier_path import CSVM, OutlierPath, outlier_path_theta
+from spl_bench.methods.outlier_path.path import SingularSystemError, kkt_solve, svm_path
+from test_outlier_path import kernel, make_data, reference_decision, theorem4_violation
+
+CS = [0.01, 0.1, 1.0, 10.0, 100.0]
+
+
+def exact_solve(M: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Gauss-Jordan elimination in rational arithmetic on the float entries (exact)."""
+    n = len(r)
+    A = [[Fraction(float(M[i, j])) for j in range(n)] + [Fraction(float(r[i]))] for i in range(n)]
+    for c in range(n):
+        p = next(i for i in range(c, n) if A[i][c] != 0)
+        A[c], A[p] = A[p], A[c]
+        for i in range(n):
+            if i != c and A[i][c] != 0:
+                f = A[i][c] / A[c][c]
+                A[i] = [a - f * b for a, b in zip(A[i], A[c], strict=True)]
+    return np.array([float(A[i][n] / A[i][i]) for i in range(n)])
+
+
+@pytest.mark.parametrize("kind,d,seed", [("rbf", 3, 3), ("linear", 6, 4), ("linear", 2, 5)])
+def test_svm_path_matches_the_polished_svc_at_every_c(kind, d, seed):
+    X, y = make_data(seed, n=60, d=d)
+    K = kernel(X, kind)
+    order = [3, 0, 4, 1, 2]  # the result follows the order of Cs, not the sorted one
+    Cs = [CS[k] for k in order]
+    for C, (a, b) in zip(Cs, svm_path(K, y, Cs), strict=True):
+        f = K @ (a * y) + b
+        ref = reference_decision(X, y, C, kind, None)
+        assert np.max(np.abs(f - ref)) <= 1e-8 * max(1.0, C), C
+        viol, _ = theorem4_violation(a, b, K, y, C, 1.0, -np.inf)  # the standard SVM's KKT
+        assert viol <= 1e-9 * max(1.0, C), (C, viol)
+
+
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(0, 10_000), n_dup=st.integers(1, 12), kind=st.sampled_from(["rbf", "linear"]))
+def test_duplicated_rows_singular_systems_keep_the_kkt_conditions(seed, n_dup, kind):
+    """Two copies of a point on the margin make system (11) singular: the null-space moves
+    must leave a KKT point, for the SVM C-path and for the outlier path."""
+    X, y = make_data(seed, n=36, d=2)
+    X, y = np.vstack([X, X[:n_dup]]), np.concatenate([y, y[:n_dup]])
+    K = kernel(X, kind)
+    for C, (a, b) in zip(CS[1:], svm_path(K, y, CS[1:]), strict=True):
+        viol, _ = theorem4_violation(a, b, K, y, C, 1.0, -np.inf)
+        assert viol <= 1e-8 * max(1.0, C), (C, viol)
+    res = outlier_path_theta(K, y, 10.0)
+    if res.failed is None:
+        for bp in res.breakpoints:
+            viol, _ = theorem4_violation(bp.alpha, bp.b, K, y, 10.0, bp.param, 0.0, bp.inlier)
+            assert viol <= 1e-5, (bp.param, viol)
+    else:  # a degenerate step is reported, never a wrong point
+        assert "degenerate" in res.failed.lower() or "singular" in res.failed.lower()
+
+
+def test_kkt_solve_refines_an_ill_conditioned_system_and_rejects_a_singular_one():
+    H = hilbert(8)  # condition number ~1.5e10
+    r = H @ np.ones(8)
+    exact = exact_solve(H, r)
+    refined = np.abs(kkt_solve(H, r) - exact).max()
+    plain = np.abs(np.linalg.solve(H, r) - exact).max()
+    assert refined <= 1e-9 and refined <= plain / 50, (refined, plain)
+    with pytest.raises(SingularSystemError):
+        kkt_solve(np.ones((3, 3)), np.ones(3))
+    with pytest.raises(SingularSystemError):
+        kkt_solve(np.array([[1.0, 1.0], [1.0, 1.0 + 1e-17]]), np.ones(2))
+
+
+def test_estimators_with_path_and_svc_starts_agree():
+    X, y = make_data(11, n=50, d=3)
+    Xt, _ = make_data(12, n=40, d=3)
+    kw = {"model": "svm", "model_params": {"kernel": "rbf"}, "C_grid": [0.1, 1.0, 10.0]}
+    # OutlierPath polishes its start exactly; CSVM with "svc" keeps libsvm's answer (tol 1e-5)
+    for cls, tol in ((CSVM, 1e-3), (OutlierPath, 1e-6)):
+        a = cls(svm_start="path", **kw).fit(X, y)
+        b = cls(svm_start="svc", **kw).fit(X, y)
+        assert a.n_start_fallbacks_ == 0
+        fa, fb = a.decision_candidates(Xt), b.decision_candidates(Xt)
+        assert fa.shape == fb.shape and fa.shape[0] >= 3
+        assert np.max(np.abs(fa - fb)) <= tol, cls
+    with pytest.raises(ConfigError, match="svm_start"):
+        CSVM(svm_start="smo", **kw).fit(X, y)
