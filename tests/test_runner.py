@@ -140,3 +140,31 @@ def test_report_tables_match_numpy(tmp_path):
     assert all(p.is_file() for p in written)
     assert main(["report", str(tmp_path / "x"), "--out", str(tmp_path / "fig")]) == 0
     assert (tmp_path / "fig" / "table_gen_error.png").is_file()
+
+
+def test_save_paths_writes_the_paths_the_selection_used(tmp_path):
+    """``save_paths=true``: each run's fitted path is written, and the selected candidate is on it."""
+    import json
+
+    from spl_bench.gaga import AgePath
+    from spl_bench.methods.outlier_path import OutlierPathResult
+
+    assert cli(tmp_path / "g", "method=gaga", "data=diabetes", "method.lam_max=3.0", "save_paths=true") == 0
+    frame = results_of(tmp_path / "g")
+    files = sorted((tmp_path / "g").rglob("age_path.npz"))
+    assert [f.parent.name for f in files] == ["run00", "run01", "run02"]
+    lams = frame[frame.metric == "gen_error"].sort_values("seed").lam.to_numpy()
+    for f, lam in zip(files, lams, strict=True):
+        path = AgePath.load(f)
+        assert path.lambdas[0] == pytest.approx(0.1) and path.lambdas[-1] == pytest.approx(3.0)
+        assert path.lambdas[0] <= lam <= path.lambdas[-1]
+
+    assert cli(tmp_path / "o", "experiment=outlier_path_table3", "data=breast_cancer",
+               "method.C_grid=[0.1,1.0]", "save_paths=true") == 0  # fmt: skip
+    frame = results_of(tmp_path / "o")
+    for _, row in frame[frame.metric == "accuracy"].iterrows():
+        cand = json.loads(row.candidate)
+        run_dir = next((tmp_path / "o").rglob(f"paths/run{int(row.seed):02d}"))
+        assert len(list(run_dir.glob("op_theta_C=*.npz"))) == 2
+        res = OutlierPathResult.load(run_dir / f"op_theta_C={cand['C']:g}.npz")
+        assert np.min(np.abs(res.params - cand["theta"])) <= 1e-12

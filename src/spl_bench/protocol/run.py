@@ -94,8 +94,13 @@ def run_once(
     protocol: ProtocolConfig,
     noise: NoiseConfig,
     run: int,
+    after_fit: Callable[[SPLEstimator, int], None] | None = None,
 ) -> RunOutcome:
-    """Carry out run number ``run`` (0-based) of the protocol; see the module doc."""
+    """Carry out run number ``run`` (0-based) of the protocol; see the module doc.
+
+    ``after_fit(estimator, run)``, when given, is called right after the fit (the runner
+    uses it to write path files).
+    """
     tr, te = split_indices(ds.n_samples, run, protocol.splits, protocol.base_seed, protocol.test_size)
     sc = scale_split(ds.X[tr], ds.y[tr], ds.X[te], ds.y[te], ds.task, protocol.scaling)
     rng = np.random.default_rng([protocol.base_seed, run])
@@ -111,6 +116,8 @@ def run_once(
     t0 = time.perf_counter()
     est.fit(X_fit, y_fit)
     fit_time = time.perf_counter() - t0
+    if after_fit is not None:
+        after_fit(est, run)
 
     sel_scores = candidate_scores(ds.task, est.predict_candidates(X_sel), y_sel)
     best = best_candidate(ds.task, sel_scores)

@@ -115,6 +115,24 @@ def outcome_rows(cfg: DictConfig, ds: Dataset, noise: NoiseConfig, out: RunOutco
     ]
 
 
+def path_writer(run_dir: Path) -> Callable[[SPLEstimator, int], None]:
+    """Write the fitted path(s) of a path method (GAGA's AgePath, the outlier paths) per run.
+
+    Files go to ``<run_dir>/paths/run<k>/``: ``age_path.npz`` from ``save_path`` (GAGA) or one
+    file per path from ``save_paths`` (Outlier-Path: one per C).  Methods without a path are
+    skipped.
+    """
+
+    def write(est: SPLEstimator, run: int) -> None:
+        out = run_dir / "paths" / f"run{run:02d}"
+        if hasattr(est, "save_paths"):
+            est.save_paths(out)
+        elif hasattr(est, "save_path"):
+            est.save_path(out / "age_path.npz")
+
+    return write
+
+
 def run_experiment(cfg: DictConfig, run_dir: Path) -> Path:
     """Run every seed of the configured experiment into ``run_dir``; return the results file."""
     protocol = protocol_config(cfg)
@@ -128,6 +146,7 @@ def run_experiment(cfg: DictConfig, run_dir: Path) -> Path:
     if len(todo) < protocol.n_runs:
         n_done = protocol.n_runs - len(todo)
         console.print(f"[cyan]resuming:[/] {n_done} of {protocol.n_runs} runs already in {run_dir}")
+    writer = path_writer(run_dir) if cfg.get("save_paths", False) else None
     label = f"{cfg.method.name} · {ds.name} · {cfg.model.name}/{cfg.sp.name}"
     with Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -135,7 +154,7 @@ def run_experiment(cfg: DictConfig, run_dir: Path) -> Path:
     ) as bar:  # fmt: skip
         task = bar.add_task(label, total=protocol.n_runs, completed=protocol.n_runs - len(todo))
         for k in todo:
-            out = run_once(ds, make, protocol, noise, k)
+            out = run_once(ds, make, protocol, noise, k, after_fit=writer)
             if not math.isfinite(out.value):
                 raise FloatingPointError(f"run {k} produced a non-finite metric")
             store.write(k, outcome_rows(cfg, ds, noise, out, h))
