@@ -40,3 +40,20 @@ def test_no_critical_point_figure_without_the_counts(tmp_path):
     assert "n_critical_turning" not in summarize(frame)
     assert critical_point_figure(frame, tmp_path / "cp.png") == []
     assert not (tmp_path / "cp.png").exists()
+
+
+def test_unavailable_datasets_are_listed_not_dropped(tmp_path):
+    from spl_bench.report.tables import UNAVAILABLE, write_report
+
+    frame = pd.DataFrame({
+        "experiment": "e", "dataset": "d1", "noise": "n", "model": "svm", "selection": "validation",
+        "metric": "accuracy", "method": ["a", "a", "b", "b"], "sp": "-", "seed": [0, 1, 0, 1],
+        "value": [0.8, 0.9, 0.7, 0.7], "n_restarts": np.nan, "time_s": 1.0,
+    })  # fmt: skip
+    md, csv, _ = write_report(frame, tmp_path, "t", unavailable=["gisette", "d1"])
+    table = pd.read_csv(csv)
+    assert list(table.dataset) == ["d1", "gisette"]
+    gis = table[table.dataset == "gisette"].iloc[0]
+    assert gis["a"] == UNAVAILABLE and gis["b"] == UNAVAILABLE and gis["runs"] == 0
+    assert table[table.dataset == "d1"].iloc[0]["a"] == "0.850 ± 0.071"
+    assert "not available offline" in md.read_text()

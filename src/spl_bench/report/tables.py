@@ -94,12 +94,41 @@ def print_tables(summary: pd.DataFrame, console: Console | None = None) -> None:
     console.print(rt)
 
 
-def write_report(frame: pd.DataFrame, out_dir: str | Path, name: str = "table") -> list[Path]:
-    """Write ``<name>.md``, ``<name>.csv`` (paper layout) and ``<name>_summary.csv``."""
+UNAVAILABLE = "not available offline"
+
+
+def with_unavailable(table: pd.DataFrame, datasets: Iterable[str]) -> pd.DataFrame:
+    """Append one row per dataset of the paper's table that could not be run here.
+
+    Each method cell reads ``not available offline`` (the dataset has no local copy and
+    OpenML / UCI cannot be reached), so a table never silently drops a row of the paper.
+    """
+    names = [d for d in datasets if d not in set(table["dataset"])]
+    if not names:
+        return table
+    methods = [c for c in table.columns if c not in ROW_KEYS and c not in ("restarts", "runs")]
+    first = table.iloc[0] if len(table) else None
+    rows = []
+    for d in names:
+        row = {k: (first[k] if first is not None and k != "dataset" else "") for k in ROW_KEYS}
+        row["dataset"] = d
+        row.update({m: UNAVAILABLE for m in methods})
+        row["runs"] = 0
+        rows.append(row)
+    return pd.concat([table, pd.DataFrame(rows)], ignore_index=True)
+
+
+def write_report(
+    frame: pd.DataFrame, out_dir: str | Path, name: str = "table", unavailable: Iterable[str] = (),
+) -> list[Path]:
+    """Write ``<name>.md``, ``<name>.csv`` (paper layout) and ``<name>_summary.csv``.
+
+    ``unavailable``: datasets of the paper's table without a local copy, listed as such.
+    """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     summary = summarize(frame)
-    table = paper_table(summary)
+    table = with_unavailable(paper_table(summary), unavailable)
     paths = [out / f"{name}.md", out / f"{name}.csv", out / f"{name}_summary.csv"]
     paths[0].write_text(to_markdown(table))
     table.to_csv(paths[1], index=False)

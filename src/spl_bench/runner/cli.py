@@ -39,12 +39,14 @@ def _report(argv: list[str]) -> int:
     ap.add_argument("--out", default=None, help="folder for table.md / table.csv / figures")
     ap.add_argument("--name", default="table", help="base name of the written files")
     ap.add_argument("--no-figure", action="store_true", help="do not draw the bar figure")
+    ap.add_argument("--unavailable", nargs="*", default=[], metavar="DATASET",
+                    help="datasets of the paper's table with no local copy: listed as not available")
     args = ap.parse_args(argv)
     frame = read_results(args.paths)
     summary = summarize(frame)
     print_tables(summary)
     if args.out:
-        written = write_report(frame, args.out, args.name)
+        written = write_report(frame, args.out, args.name, args.unavailable)
         if not args.no_figure:
             written += bar_figure(summary, Path(args.out) / f"{args.name}.png")
             written += critical_point_figure(frame, Path(args.out) / f"{args.name}_critical_points.png")
