@@ -338,6 +338,7 @@ class _Engine:
         self.bef = np.zeros(self.n)
         self.target = np.zeros(self.n)
         self.tau = 0.0
+        self.swapped = np.zeros(0, dtype=np.intp)  # the points swapped by the last D-step
         self.n_events = 0
         self.n_bmoves = 0
         self.n_null_moves = 0
@@ -652,8 +653,48 @@ class _Engine:
                 self.m[j] = self.s  # stop for a D-step; the swapped point will be forced, not solved
                 return "stop"
             self.refresh()
+            if kind in ("R->E", "L->E"):
+                done += self.snap_entry(j, rate, advance, limit - done)
             if on_event(kind):
                 return "stop"
+
+    def snap_entry(self, j: int, rate: Callable[[], Array], advance: Callable[[float], None], room: float) -> float:
+        """Place an entering point's coefficient on its bound by locating the event on the new system.
+
+        In exact arithmetic a point entering E (``R->E`` / ``L->E``) has ``a_j = 0`` / ``C`` at
+        the event.  The event is found on the margin ``m_j``; when ``j`` nearly duplicates an
+        active point (near-duplicate rows of a linear kernel), ``m_j`` crosses 1 very slowly
+        and ``a_j`` moves very fast on the new system, so the rounding error of the margins
+        (about 1e-13) shifts the event by ``~1e-10`` and the re-solve leaves ``a_j`` outside
+        ``[0, C]`` by far more than the KKT tolerance (1e-6 C at ``theta = 0.49`` on spambase).
+        If the new direction moves ``a_j`` back into its box, the path is advanced by the tiny
+        step at which it gets there (the event point seen by the new active set), provided no
+        other event comes first.  Returns the step taken.
+        """
+        done = 0.0
+        for _ in range(3):  # a few Newton-like steps: the re-solve is not exactly linear in t
+            a, C = float(self.alpha[j]), self.C
+            dev = a if a < 0.0 else (a - C if a > C else 0.0)
+            if abs(dev) <= 1e-10 * C:
+                break
+            d = self.direction(rate())
+            if d is None:
+                break
+            da, db = d
+            r = float(da[j]) - (self.dC if dev > 0.0 else 0.0)
+            if r == 0.0 or not 0.0 < -dev / r <= room - done:
+                break
+            t = -dev / r
+            dm = self.margin_rate(da, db)
+            if self.next_event(da, dm, t, j)[1] >= 0:
+                break
+            self.alpha += t * da
+            self.b += t * db
+            self.m += t * dm
+            advance(t)
+            done += t
+            self.refresh()
+        return done
 
     def bmove(self, r: float) -> str:
         """Move ``b`` with all coefficients fixed until a point becomes active.
@@ -714,8 +755,28 @@ class _Engine:
                 return
         raise DegenerateStepError("could not polish the initial SVM solution")
 
+    def settleable(self) -> bool:
+        """Whether every boundary point already holds the coefficient of the fixed state on its
+        side (IB: ``a_i = C``, OB: ``a_i = C theta``), so :meth:`settle_boundary` leaves f as it is.
+
+        After a D-step that did not decrease the objective this holds when f is pinned (the
+        swapped coefficient reached its target with f unchanged).  It fails for a tie that the
+        D-step has only half resolved: e.g. two duplicated rows reach the boundary together, the
+        first is swapped, and the second absorbs the change of the first (f unchanged) and stays
+        on the boundary with a coefficient strictly inside its box.  Forcing that coefficient to
+        its bound would move f by a finite amount (the wrong-state failures of the spambase
+        paths); the tie must instead be resolved by a D-step on the second point.
+        """
+        B = self.boundary()
+        fixed = np.where(self.st[B] == IB, self.C, self.C * self.theta)
+        return bool(np.all(np.abs(self.alpha[B] - fixed) <= 1e-9 * self.C))
+
     def settle_boundary(self) -> None:
-        """Turn boundary points into the fixed state their coefficient allows (degenerate ties)."""
+        """Turn boundary points into the fixed state their coefficient allows (degenerate ties).
+
+        Only valid when :meth:`settleable`: the coefficients are already at the fixed values,
+        so f does not change.
+        """
         for i in self.boundary():
             if self.st[i] == OB:
                 self.st[i] = OO
@@ -765,18 +826,32 @@ class _Engine:
         self.m = g + y * self.b
 
     # ----------------------------------------------------------------- D-step
-    def dstep(self, max_events: int) -> int:
-        """One D-step (Algorithm 3, appendix C): swap the boundary points, trace mu 1 -> 0.
+    def expose_boundary(self) -> None:
+        """Give the boundary states to fixed points lying on the boundary ``m_i = s``.
 
-        Returns the number of swapped points.
+        An L point (``a_i = C``) or OO point (``a_i = C theta``) can end a D-step on the
+        boundary, e.g. when a null-space move fixed it there (duplicated rows).  Its
+        coefficient is on the edge of the IB / OB box, so the states change and f does not;
+        Theorem 4 (10e) then sends it through a D-step of its own.
         """
-        B = self.boundary()
+        near = np.abs(self.m - self.s) <= self.tol
+        self.st[near & (self.st == L) & self.inl] = IB
+        self.st[near & (self.st == OO) & ~self.inl] = OB
+
+    def dstep(self, max_events: int, candidates: NDArray[np.intp] | None = None) -> int:
+        """One D-step (Algorithm 3, appendix C): swap a boundary point, trace mu 1 -> 0.
+
+        ``candidates`` (default: all boundary points) are the points that may be swapped.
+        Returns the number of swapped points; they are kept in ``self.swapped``.
+        """
+        B = self.boundary() if candidates is None else np.asarray(candidates, dtype=np.intp)
         if B.size > 1:
             # ties: swap one point per D-step, the one violating the KKT conditions of
             # the other side most (Theorem 3 holds for any single swap; the joint
             # mu-path of several swaps is not monotone and can fail)
             viol = np.where(self.st[B] == IB, self.alpha[B] - self.C * self.theta, self.C - self.alpha[B])
             B = B[[int(np.argmax(viol))]]
+        self.swapped = B
         self.inl[B] = ~self.inl[B]
         self.bef[B] = self.alpha[B]
         self.target[B] = np.where(self.inl[B], self.C, self.C * self.theta)
@@ -834,16 +909,33 @@ def _dstep_chain(eng: _Engine, res: OutlierPathResult, param: float, max_events:
     n_d = 0
     prev = j0
     degenerate = False
-    while eng.boundary().size:
-        n_sw += eng.dstep(max_events)
-        n_d += 1
-        objs.append(eng.objective())
-        if objs[-1] >= prev - 1e-12 * max(1.0, abs(prev)):
-            # no strict decrease (Theorem 3 needs a unique alpha; with a rank-deficient
-            # kernel f can be pinned): f is conditionally optimal on both sides, accept it
+    #: points swapped by D-steps that did not decrease the objective since the last decrease
+    neutral: set[int] = set()
+    while True:
+        eng.expose_boundary()
+        B = eng.boundary()
+        if not B.size:
+            break
+        fresh = B[~np.isin(B, list(neutral))]
+        if not fresh.size:
+            # every boundary point has been swapped without a decrease (Theorem 3 needs a
+            # unique alpha): f is pinned (rank-deficient kernel).  If the boundary points hold
+            # the coefficients of fixed states, f is conditionally optimal on both sides:
+            # accept it as it is
+            if not eng.settleable():
+                raise DegenerateStepError("D-steps cannot resolve a tie on the boundary")
             eng.settle_boundary()
             degenerate = True
             break
+        n_sw += eng.dstep(max_events, fresh)
+        n_d += 1
+        objs.append(eng.objective())
+        if objs[-1] >= prev - 1e-12 * max(1.0, abs(prev)):
+            # no decrease: e.g. two duplicated rows on the boundary, the swapped one's change
+            # absorbed by the other (f unchanged); the other is swapped next
+            neutral.update(int(i) for i in eng.swapped)
+        else:
+            neutral.clear()
         prev = objs[-1]
         if n_d > 4 * eng.n + 10:
             raise DegenerateStepError("D-steps do not terminate")
