@@ -21,6 +21,7 @@ import pytest
 from sklearn.metrics.pairwise import linear_kernel
 
 from spl_bench.methods.outlier_path import outlier_path_s, outlier_path_theta
+from spl_bench.methods.outlier_path.path import svm_path
 from test_outlier_path import make_data, objective, theorem4_violation
 
 
@@ -59,8 +60,10 @@ def check_path(res, K, y, C, variant):
         now = objective(after.alpha, after.b, K, y, C, theta, s)
         chain = [jump.objective_before, *jump.objectives]
         # a D-step on one of two duplicated boundary points can leave f (and the objective)
-        # unchanged; the chain as a whole still decreases (Theorem 3)
-        assert all(b <= a + 1e-12 * max(1.0, abs(a)) for a, b in zip(chain, chain[1:], strict=False))
+        # unchanged; the chain as a whole still decreases (Theorem 3).  Such neutral steps differ
+        # by the rounding of the objective (n^2 products of size up to C^2 Q_ij: relative rises
+        # of 1e-12 to 2e-12 seen on australian at C = 10, 100), hence the relative 1e-10
+        assert all(b <= a + 1e-10 * max(1.0, abs(a)) for a, b in zip(chain, chain[1:], strict=False))
         if not (variant == "theta" and jump.param == 1.0) and not jump.degenerate:
             assert now < before - 1e-12
 
@@ -90,3 +93,41 @@ def test_near_duplicated_row_entering_the_margin(C):
     K = linear_kernel(X)
     res = outlier_path_theta(K, y, C)
     check_path(res, K, y, C, "theta")
+
+
+def australian_subset(data_dir, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """40 % of australian (binary and integer features), 15 % of the labels flipped, standardised."""
+    from spl_bench.data.loaders import load_dataset
+
+    ds = load_dataset("australian", data_dir)
+    y_all = np.where(ds.y == ds.y.max(), 1.0, -1.0)
+    rng = np.random.default_rng(seed)
+    idx = rng.permutation(len(y_all))[: int(0.4 * len(y_all))]
+    X, y = ds.X[idx], y_all[idx].copy()
+    y[rng.random(len(y)) < 0.15] *= -1
+    sd = X.std(0)
+    return (X - X.mean(0)) / np.where(sd > 0, sd, 1.0), y
+
+
+@pytest.mark.parametrize(("seed", "C"), [(7, 10.0), (4, 100.0)])
+def test_pinned_swap_with_rounding_level_margin_rate(data_dir, seed, C, monkeypatch):
+    """OP-s, linear kernel, large C on australian (started from the exact SVM of the C-path).
+
+    f is pinned during a D-step (the swapped row is in the span of the active ones), so the
+    swapped point's margin rate is zero in exact arithmetic; the solve returns it with the
+    wrong sign at 1e-10 to 1e-8 of ``|da_j| Q_jj``.  That used to stop the path ("crossed
+    back over the boundary"); the D-step must now go on, and every breakpoint must pass
+    Theorem 4.
+    """
+    import spl_bench.methods.outlier_path.path as path_mod
+
+    X, y = australian_subset(data_dir, seed)
+    K = linear_kernel(X)
+    start = svm_path(K, y, [0.01, C])[-1]
+    res = outlier_path_s(K, y, C, init=start)
+    check_path(res, K, y, C, "s")
+    assert len(res.jumps) >= 1
+    # the case exercises the tolerance: without it the same path stops at the D-step
+    monkeypatch.setattr(path_mod, "SCHUR_NOISE", 0.0)
+    old = outlier_path_s(K, y, C, init=start)
+    assert old.failed is not None and "crossed back" in old.failed

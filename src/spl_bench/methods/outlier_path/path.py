@@ -80,6 +80,9 @@ RCOND_REFINE = 1e-8
 #: Harris ratio test: the largest overshoot of a margin (or, times C, of a coefficient) past
 #: its threshold allowed when a degenerate tie is broken towards the largest rate
 HARRIS_TOL = 1e-11
+#: a swapped point's margin rate of the wrong sign below this fraction of ``|da_j| Q_jj`` (a
+#: relative Schur complement) is rounding noise of a pinned f, not a crossing back
+SCHUR_NOISE = 1e-6
 
 
 def kkt_solve(M: Array, rhs: Array, rhs_hi: Callable[[], NDArray[np.longdouble]] | None = None) -> Array:
@@ -328,7 +331,8 @@ class _Engine:
         self.theta = float(theta)
         self.s = float(s)
         self.tol = tol
-        self.q_scale = max(1.0, float(np.abs(np.diag(Q)).max(initial=1.0)))
+        self.q_diag = np.abs(np.diag(Q))
+        self.q_scale = max(1.0, float(self.q_diag.max(initial=1.0)))
         self.alpha = np.zeros(self.n)
         self.b = 0.0
         self.m = np.zeros(self.n)
@@ -558,10 +562,16 @@ class _Engine:
             fin = (st == F) & self.inl
             fout = (st == F) & ~self.inl
             consider(fin & (dm > eps_m), 1.0 - m, dm, "F->E", 1.0)
-            # a swapped point moving back over the boundary is a failure; with a pinned f
-            # (rank-deficient kernel) its margin rate is zero up to rounding, hence the
-            # looser threshold
+            # a swapped point moving back over the boundary is a failure.  In exact arithmetic
+            # it cannot happen: dm_j / da_j is the Schur complement of the active KKT matrix in
+            # the bordered Gram matrix, >= 0 for a PSD kernel.  With f pinned (the swapped row
+            # in the span of the active ones: duplicated rows, d + 1 active points of a linear
+            # kernel) it is zero and the computed dm_j is the solve's rounding error, which
+            # grows with |da_j| and the condition of the system (relative Schur complements of
+            # 1e-12 to 1e-10 with the wrong sign on australian); the margins are recomputed by
+            # the re-solve at the end of the D-step and checked by Theorem 4 there
             big = 1e-9 * (1.0 + float(np.abs(dm).max(initial=0.0)))
+            big = np.maximum(big, SCHUR_NOISE * np.abs(da) * self.q_diag)
             for mask in (fin & (dm < -big), fout & (dm > big)):
                 idx = np.flatnonzero(mask)
                 if idx.size:
