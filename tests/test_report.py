@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -57,3 +59,17 @@ def test_unavailable_datasets_are_listed_not_dropped(tmp_path):
     assert gis["a"] == UNAVAILABLE and gis["b"] == UNAVAILABLE and gis["runs"] == 0
     assert table[table.dataset == "d1"].iloc[0]["a"] == "0.850 ± 0.071"
     assert "not available offline" in md.read_text()
+
+
+def test_summary_totals_the_integer_counters_of_the_info_column():
+    frame = _frame(False)
+    rng = np.random.default_rng(3)
+    n_trunc = rng.integers(0, 4, len(frame))
+    frame["info"] = [json.dumps({"n_truncated_paths": int(k), "truncation_reasons": ["x"] * int(k),
+                                 "flag": True, "n_ratio": 0.5}) for k in n_trunc]
+    frame.loc[0, "info"] = "not json"
+    main = frame.metric == "gen_error"
+    expected = int(n_trunc[main.to_numpy() & (frame.index != 0)].sum())
+    row = summarize(frame).iloc[0]
+    assert row["info_n_truncated_paths"] == expected
+    assert "info_n_ratio" not in row and "info_flag" not in row

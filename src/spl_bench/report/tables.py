@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -35,6 +36,26 @@ def read_results(paths: Iterable[str | Path]) -> pd.DataFrame:
     return frame.drop_duplicates(subset=[k for k in key if k in frame.columns], keep="last")
 
 
+def info_counts(frame: pd.DataFrame) -> pd.DataFrame:
+    """The integer counters ``n_*`` of the ``info`` column (a JSON object per row), one column each.
+
+    Methods report there what a reader of the table must know about a run: truncated
+    outlier paths, SVM starts that fell back to libsvm, failed warm starts of GAGA.  Rows
+    without (valid JSON) info give 0.
+    """
+    if "info" not in frame:
+        return pd.DataFrame(index=frame.index)
+    parsed = []
+    for text in frame["info"]:
+        try:
+            info = json.loads(text) if isinstance(text, str) else {}
+        except json.JSONDecodeError:
+            info = {}
+        parsed.append({k: v for k, v in info.items() if k.startswith("n_") and isinstance(v, int)
+                       and not isinstance(v, bool)} if isinstance(info, dict) else {})
+    return pd.DataFrame(parsed, index=frame.index).fillna(0).astype(int)
+
+
 def _method_label(frame: pd.DataFrame) -> pd.Series:
     sps = frame.loc[frame["sp"] != "-", "sp"].unique()
     if len(sps) <= 1:
@@ -46,6 +67,9 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     """Mean, std and count of every (row keys, method) group of the main metrics."""
     main = frame[~frame["metric"].astype(str).str.startswith("selection_")].copy()
     main["method_label"] = _method_label(main)
+    counts = info_counts(main)
+    info_cols = [f"info_{c}" for c in counts.columns]
+    main[info_cols] = counts.to_numpy()
     grouped = main.groupby([*ROW_KEYS, "method_label"], dropna=False)
     out = grouped["value"].agg(mean="mean", std=lambda s: s.std(ddof=1) if len(s) > 1 else 0.0, n="count")
     restarts = grouped["n_restarts"].mean() if "n_restarts" in main else None
@@ -54,6 +78,8 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     for col in CRITICAL_COLUMNS:  # exact-path methods (GAGA): critical points by kind, per run
         if col in main:
             out[col] = grouped[col].mean()
+    for col in info_cols:  # totals over the runs of a cell (e.g. info_n_truncated_paths)
+        out[col] = grouped[col].sum()
     return out.reset_index()
 
 
