@@ -143,3 +143,37 @@ def test_points_after_jumps_are_stable_partial_optima_not_worse_than_acs():
         Dw = np.select([code == 0, code == 1], [np.ones_like(ell), 1.0 - 3.0 * ell / lam], 0.0)
         H = X[:, active].T @ (Dw[:, None] * X[:, active])
         assert np.linalg.eigvalsh(H).min() > 0
+
+
+@pytest.mark.parametrize("model,sp", [("lasso", "linear"), ("lasso", "mixture"), ("logistic", "linear"),
+                                      ("logistic", "mixture"), ("svm", "linear"), ("svm", "mixture")])
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_subset_and_batched_event_functions_equal_the_full_ones(model, sp, seed):
+    """The engine's shortcuts (events at a few positions, several ages at once) against the
+    full event vector evaluated one point at a time, on perturbed states with every set in use."""
+    from sklearn.datasets import load_breast_cancer
+
+    from spl_bench.gaga.systems import make_system
+
+    rng = np.random.default_rng(seed)
+    if model == "lasso":
+        X, y = _diabetes(n=80, d=6, seed=seed % 7)
+        params = {"alpha": 0.05}
+    else:
+        X, y = load_breast_cancer(return_X_y=True)
+        i = rng.choice(len(y), 90, replace=False)
+        X, y = X[i][:, :6], 2.0 * y[i] - 1.0
+        X = (X - X.mean(0)) / X.std(0)
+        params = {"C": 1.0} if model == "logistic" else {"C": 1.0, "kernel": "rbf"}
+    mdl, spr = get_model(model, **params), get_sp(sp)
+    system = make_system(mdl, spr, X, y)
+    lam = 0.5 + 2.0 * rng.random()
+    system.init_from(mdl.fit_weighted(X, y, np.ones(len(y))), lam)
+    theta = system.theta()
+    thetas = theta + 0.05 * rng.normal(size=(3, theta.size))
+    lams = lam * (1.0 + 0.1 * rng.random(3))
+    full = np.array([system.events(t, float(s)) for t, s in zip(thetas, lams, strict=True)])
+    np.testing.assert_allclose(system.events_many(thetas, lams), full, rtol=1e-12, atol=1e-12)
+    idx = rng.choice(system.n_events, size=min(25, system.n_events), replace=False)
+    np.testing.assert_allclose(system.events(thetas[0], float(lams[0]), idx), full[0, idx], rtol=1e-12, atol=1e-12)

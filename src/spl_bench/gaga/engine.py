@@ -32,6 +32,7 @@ import numpy as np
 import scipy.linalg as sla
 from numpy.typing import NDArray
 from scipy.integrate import BDF, DOP853, LSODA, RK45, OdeSolver
+from scipy.linalg.lapack import dgetrf, dgetrs
 from scipy.optimize import brentq
 from threadpoolctl import threadpool_limits
 
@@ -128,13 +129,10 @@ class Factor:
         if J.shape[0] == 0:
             self.sign = 1.0
             return
-        if not np.all(np.isfinite(J)):
-            return
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", sla.LinAlgWarning)
-                lu, piv = sla.lu_factor(J, check_finite=False)
-        except (ValueError, np.linalg.LinAlgError):
+        # LAPACK getrf directly: the scipy.linalg wrappers cost more than the factorisation
+        # of the small systems of a path (tens of microseconds per call, many thousand calls)
+        lu, piv, info = dgetrf(J)
+        if info < 0 or not np.isfinite(lu).all():
             return
         adg = np.abs(np.diag(lu))
         if adg.min() > 1e-13 * max(adg.max(), 1e-300):
@@ -149,12 +147,12 @@ class Factor:
     def solve(self, rhs: Array) -> Array:
         if self.J.shape[0] == 0:
             return np.zeros(0)
-        if not np.all(np.isfinite(rhs)) or not np.all(np.isfinite(self.J)):
-            return np.zeros(self.J.shape[0])
         if self.lu is not None:
-            x = sla.lu_solve(self.lu, rhs, check_finite=False)
-            if np.all(np.isfinite(x)):
+            x, info = dgetrs(self.lu[0], self.lu[1], rhs)
+            if info == 0 and np.isfinite(x).all():
                 return x
+        if not np.isfinite(rhs).all() or not np.isfinite(self.J).all():
+            return np.zeros(self.J.shape[0])
         try:  # minimum-norm least squares by a complete orthogonal factorisation (LAPACK gelsy)
             x = sla.lstsq(self.J, rhs, cond=1e-12, lapack_driver="gelsy", check_finite=False)[0]
         except (ValueError, np.linalg.LinAlgError):
@@ -236,17 +234,19 @@ class _Tracker:
         self.n_steps = 0
         self.n_rhs = 0
         self.n_failed_warm_starts = 0
+        self.last_factor: Factor | None = None  # factorised J of the latest rhs evaluation
+        self.last_sign = 0.0  # its sign of det J
 
     # ------------------------------------------------------------- numerics
     def rhs(self, lam: float, ext: Array) -> Array:
         self.n_rhs += 1
         theta = ext[:-1]
         J, Jl = self.sys.jacobians(theta, lam)
-        d, sing, sgn = solve_linear(J, -Jl)
-        self.last_sign = sgn
-        if sing:
+        f = Factor(J)
+        self.last_factor, self.last_sign = f, f.sign
+        if f.singular:
             self.n_singular += 1
-        return np.append(d, 0.0)
+        return np.append(f.solve(-Jl), 0.0)
 
     def newton(self, theta: Array, lam: float, max_iter: int = 8,
                chord: Factor | None = None) -> tuple[Array, float]:
@@ -433,14 +433,16 @@ class _Tracker:
             t1, y1 = float(solver.t), solver.y
             # crossings are judged on the Newton-projected step end, not on the raw ODE state
             # (whose error can hide or invent a crossing when steps are long)
-            theta1, res1 = self.newton(y1[:-1].copy(), t1)
+            # (chord iteration with the solver's latest Jacobian first: it is from inside this step)
+            theta1, res1 = self.newton(y1[:-1].copy(), t1, chord=self.last_factor)
             h = sysm.events(theta1, t1)
             bad = np.flatnonzero(h < -o.event_tol * sysm.event_scale(t1))
             dense = solver.dense_output()
             t_end = t1
             # an index can cross its boundary and come back inside one long step: look inside too
-            for s in t_prev + (t1 - t_prev) * INTERIOR:
-                hs = sysm.events(dense(s)[:-1], s)
+            s_in = t_prev + (t1 - t_prev) * INTERIOR
+            h_in = sysm.events_many(dense(s_in)[:-1].T, s_in)
+            for s, hs in zip(s_in, h_in, strict=True):
                 if np.any(hs < -o.event_tol * sysm.event_scale(s)):  # confirm on the projected point
                     ths, _ = self.newton(dense(s)[:-1], s)
                     bs = np.flatnonzero(sysm.events(ths, s) < -o.event_tol * sysm.event_scale(s))
@@ -450,10 +452,16 @@ class _Tracker:
             if bad.size:
                 chord = Factor(sysm.jacobians(theta1, t_end)[0])
 
-                def H(s: float, _c: NDArray[np.intp] = bad, _d: Any = dense, _f: Factor = chord) -> float:
-                    th, _ = self.newton(_d(s)[:-1], s, chord=_f)
-                    hs = sysm.events(th, s)
-                    return float(np.min(hs[_c] + o.event_tol * sysm.event_scale(s)[_c]))
+                memo: dict[float, float] = {}
+
+                def H(s: float, _c: NDArray[np.intp] = bad, _d: Any = dense, _f: Factor = chord,
+                      _m: dict[float, float] = memo) -> float:
+                    """Smallest crossed event function on the Newton-projected path at ``s``."""
+                    if s not in _m:
+                        th, _ = self.newton(_d(s)[:-1], s, chord=_f)
+                        hs = sysm.events(th, s, _c)
+                        _m[s] = float(np.min(hs + o.event_tol * sysm.event_scale(s)[_c]))
+                    return _m[s]
 
                 if H(t_prev) < 0:  # already violated at the step start
                     t_star = t_prev
@@ -509,8 +517,8 @@ class _Tracker:
         sysm, tol = self.sys, self.o.event_tol
 
         def H_raw(s: float) -> float:
-            hs = sysm.events(dense(s)[:-1], s)
-            return float(np.min(hs[crossed] + tol * sysm.event_scale(s)[crossed]))
+            hs = sysm.events(dense(s)[:-1], s, crossed)
+            return float(np.min(hs + tol * sysm.event_scale(s)[crossed]))
 
         xtol = 1e-14 * max(1.0, b)
         grid = np.linspace(a, b, 9)

@@ -161,8 +161,12 @@ class PathSystem(ABC):
 
     # -- events ----------------------------------------------------------------
     @abstractmethod
-    def events(self, theta: Array, lam: float) -> Array:
-        """Event functions, ``>= 0`` while the current sets are valid."""
+    def events(self, theta: Array, lam: float, idx: NDArray[np.intp] | None = None) -> Array:
+        """Event functions, ``>= 0`` while the current sets are valid (only positions ``idx`` if given)."""
+
+    def events_many(self, thetas: Array, lams: Array) -> Array:
+        """:meth:`events` at several points at once: row ``j`` at ``(thetas[j], lams[j])``."""
+        return np.array([self.events(th, float(lam)) for th, lam in zip(thetas, lams, strict=True)])
 
     @abstractmethod
     def event_scale(self, lam: float) -> Array:
@@ -291,6 +295,17 @@ class GLMSystem(PathSystem):
             self._cache["cL"] = self.code[live]
         return self._cache["XL"], self._cache["yL"], self._cache["cL"]
 
+    def _weights(self, ell: Array, code: NDArray[np.int8], lam: float) -> tuple[Array, Array, Array]:
+        """:func:`sp_weights` for the live samples, skipping the masks when all are in M."""
+        if "all_mixed" not in self._cache:
+            self._cache["all_mixed"] = bool(np.all(code == MIXED))
+        if not self._cache["all_mixed"]:
+            return sp_weights(self.sp, ell, code, lam)
+        with np.errstate(all="ignore"):
+            em = np.maximum(ell, 1e-100)
+            dl, dlam = self.sp._dv_mixed(em, lam)
+            return self.sp._v_mixed(em, lam), dl, dlam
+
     def _live_terms(self, theta: Array, lam: float) -> tuple[Array, Array, Array, Array, Array, Array]:
         """``X_A``, ``ell'``, ``ell''``, ``v``, ``dv/dell``, ``dv/dlam`` on the live samples."""
         XL, yL, cL = self._live()
@@ -299,7 +314,7 @@ class GLMSystem(PathSystem):
         if not self.lasso:
             z = z + theta[k]
         ell, l1, l2 = self._loss(z, yL)
-        v, dl, dlam = sp_weights(self.sp, ell, cL, lam)
+        v, dl, dlam = self._weights(ell, cL, lam)
         return XL, l1, l2, v, dl, dlam
 
     def _phi_T(self, u: Array, XA: Array | None = None) -> Array:
@@ -359,24 +374,77 @@ class GLMSystem(PathSystem):
         return 1.0 + float(np.abs(self.w).max(initial=0.0))
 
     # --------------------------------------------------------------- events
-    def events(self, theta: Array, lam: float) -> Array:
-        z = self._z(theta)
-        ell, l1, _ = self._loss(z)
-        lo, hi = self.sp.thresholds(lam)
-        code = self.code
+    @staticmethod
+    def _sample_events(ell: Array, code: NDArray[np.int8], lo: Any, hi: Any) -> tuple[Array, Array]:
+        """``(h1, h2)`` of samples: distance of ``ell`` to the lower / upper boundary of its set."""
         h1 = np.where(code == EASY, lo - ell, np.where(code == MIXED, ell - lo, ell - hi))
         h2 = np.where(code == MIXED, hi - ell, np.inf)
-        if not self.lasso:
-            return np.concatenate([h1, h2])
-        hf = np.empty(self.d)
+        return h1, h2
+
+    def _X_inactive(self) -> Array:
+        if "Xi" not in self._cache:
+            self._cache["Xi"] = np.ascontiguousarray(self.X[:, ~self.active])
+        return self._cache["Xi"]
+
+    def events(self, theta: Array, lam: float, idx: NDArray[np.intp] | None = None) -> Array:
+        lo, hi = self.sp.thresholds(lam)
+        off = self.d if self.lasso else 0
         k = int(self.active.sum())
-        hf[self.active] = self.sign[self.active] * theta[:k]
-        inact = ~self.active
-        if np.any(inact):
-            v, _, _ = sp_weights(self.sp, ell, code, lam)
-            c = -(self.X[:, inact].T @ (v * l1)) / self.lev
-            hf[inact] = 1.0 - np.abs(c)
-        return np.concatenate([hf, h1, h2])
+        # a subset without inactive features needs only the rows of the samples involved (an
+        # inactive feature's subgradient needs every residual)
+        if idx is not None and not np.any(~self.active[idx[idx < off]]):
+            out = np.empty(idx.size)
+            feat = idx < off
+            if np.any(feat):
+                pos = np.cumsum(self.active) - 1  # position of an active feature in theta
+                out[feat] = self.sign[idx[feat]] * theta[pos[idx[feat]]]
+            smp = ~feat
+            if np.any(smp):
+                q = idx[smp] - off
+                i = q % self.n
+                z = self._XA()[i] @ theta[:k]
+                if not self.lasso:
+                    z = z + theta[k]
+                ell, _, _ = self._loss(z, self.y[i])
+                h1, h2 = self._sample_events(ell, self.code[i], lo, hi)
+                out[smp] = np.where(q >= self.n, h2, h1)
+            return out
+        z = self._z(theta)
+        ell, l1, _ = self._loss(z)
+        h1, h2 = self._sample_events(ell, self.code, lo, hi)
+        if not self.lasso:
+            h = np.concatenate([h1, h2])
+        else:
+            hf = np.empty(self.d)
+            hf[self.active] = self.sign[self.active] * theta[:k]
+            if k < self.d:
+                v, _, _ = sp_weights(self.sp, ell, self.code, lam)
+                hf[~self.active] = 1.0 - np.abs(self._X_inactive().T @ (v * l1)) / self.lev
+            h = np.concatenate([hf, h1, h2])
+        return h if idx is None else h[idx]
+
+    def events_many(self, thetas: Array, lams: Array) -> Array:
+        """Vectorised :meth:`events` (one matrix product for all points)."""
+        k = int(self.active.sum())
+        Z = thetas[:, :k] @ self._XA().T
+        if not self.lasso:
+            Z += thetas[:, k:k + 1]
+        ell, l1, _ = self._loss(Z)
+        th = np.array([self.sp.thresholds(float(lam)) for lam in lams])
+        h1, h2 = self._sample_events(ell, self.code, th[:, :1], th[:, 1:])
+        if not self.lasso:
+            return np.hstack([h1, h2])
+        hf = np.empty((lams.size, self.d))
+        hf[:, self.active] = self.sign[self.active] * thetas[:, :k]
+        if k < self.d:
+            U = np.zeros_like(ell)
+            U[:, self.code == EASY] = 1.0
+            mid = self.code == MIXED
+            if np.any(mid):  # _v_mixed broadcasts over a column of ages
+                with np.errstate(all="ignore"):
+                    U[:, mid] = self.sp._v_mixed(np.maximum(ell[:, mid], 1e-100), lams[:, None])
+            hf[:, ~self.active] = 1.0 - np.abs((U * l1) @ self._X_inactive()) / self.lev
+        return np.hstack([hf, h1, h2])
 
     def event_scale(self, lam: float) -> Array:
         lo, hi = self.sp.thresholds(lam)
@@ -559,14 +627,11 @@ class SVMSystem(PathSystem):
         return 1.0
 
     # --------------------------------------------------------------- events
-    def events(self, theta: Array, lam: float) -> Array:
-        g = self._g(theta)
+    def _sample_events(self, g: Array, a: Array, c: NDArray[np.int8], lam: float) -> tuple[Array, Array]:
+        """``(h1, h2)``: distances of margins ``g`` / duals ``a`` to the boundaries of sets ``c``."""
         C = self.C
         ell = C * g
         lo, hi = self.sp.thresholds(lam)
-        c = self.code
-        a = self.a.copy()
-        a[self.ifree] = theta[: self.ifree.size]
         h1 = np.select(
             [c == SVM_N, c == SVM_Z, c == SVM_PE, c == SVM_PM],
             [-g, a / C, g, (ell - lo) / C],
@@ -574,7 +639,39 @@ class SVMSystem(PathSystem):
         )
         h2 = np.select([c == SVM_Z, c == SVM_PE, c == SVM_PM], [1.0 - a / C, (lo - ell) / C, (hi - ell) / C],
                        default=np.inf)
+        return h1, h2
+
+    def events(self, theta: Array, lam: float, idx: NDArray[np.intp] | None = None) -> Array:
+        k = self.ifree.size
+        if idx is not None:  # only the rows of the samples involved
+            i = idx % self.n
+            g = 1.0 - self._Qcols()[i] @ theta[:k] - self.y[i] * theta[k]
+            if self.ipe.size:
+                g -= self._cache["Qpe"][i]
+            if "pos" not in self._cache:
+                pos = np.full(self.n, -1)
+                pos[self.ifree] = np.arange(k)
+                self._cache["pos"] = pos
+            p = self._cache["pos"][i]
+            a = np.where(p >= 0, theta[np.maximum(p, 0)], self.a[i])
+            h1, h2 = self._sample_events(g, a, self.code[i], lam)
+            return np.where(idx >= self.n, h2, h1)
+        a = self.a.copy()
+        a[self.ifree] = theta[:k]
+        h1, h2 = self._sample_events(self._g(theta), a, self.code, lam)
         return np.concatenate([h1, h2])
+
+    def events_many(self, thetas: Array, lams: Array) -> Array:
+        """Vectorised :meth:`events` (one matrix product for all margins)."""
+        k = self.ifree.size
+        G = 1.0 - thetas[:, :k] @ self._Qcols().T - np.outer(thetas[:, k], self.y) - self._cache["Qpe"]
+        A = np.repeat(self.a[None, :], lams.size, axis=0)
+        A[:, self.ifree] = thetas[:, :k]
+        out = np.empty((lams.size, 2 * self.n))
+        for j, lam in enumerate(lams):
+            h1, h2 = self._sample_events(G[j], A[j], self.code, float(lam))
+            out[j, :self.n], out[j, self.n:] = h1, h2
+        return out
 
     def event_scale(self, lam: float) -> Array:
         lo, hi = self.sp.thresholds(lam)
@@ -651,9 +748,25 @@ def weighted_lasso(X: Array, y: Array, v: Array, lev: float, w0: Array, max_iter
     """
     d = X.shape[1]
     w = np.array(w0, dtype=float)
-    XV = X * v[:, None]
-    c0 = XV.T @ y
-    G = X.T @ XV
+    vy = v * y
+    c0 = X.T @ vy
+    # the Gram matrix X^T V X only on the columns that are ever active (n k^2, not n d^2)
+    G = np.empty((d, d))
+    have = np.zeros(d, dtype=bool)
+
+    def gram(idx: NDArray[np.intp]) -> Array:
+        new = idx[~have[idx]]
+        if new.size:
+            known = np.flatnonzero(have)
+            XVn = X[:, new] * v[:, None]
+            G[np.ix_(new, new)] = X[:, new].T @ XVn
+            if known.size:
+                blk = X[:, known].T @ XVn
+                G[np.ix_(known, new)] = blk
+                G[np.ix_(new, known)] = blk.T
+            have[new] = True
+        return G[np.ix_(idx, idx)]
+
     active = w != 0
     sign = np.sign(w)
     for n_round in range(max_iter):
@@ -663,7 +776,7 @@ def weighted_lasso(X: Array, y: Array, v: Array, lev: float, w0: Array, max_iter
             if idx.size == 0:
                 break
             try:
-                target = np.linalg.solve(G[np.ix_(idx, idx)], c0[idx] - lev * sign[idx])
+                target = np.linalg.solve(gram(idx), c0[idx] - lev * sign[idx])
             except np.linalg.LinAlgError:
                 return None
             if not np.all(np.isfinite(target)):
@@ -681,7 +794,7 @@ def weighted_lasso(X: Array, y: Array, v: Array, lev: float, w0: Array, max_iter
             w[idx[k]] = 0.0
             active[idx[k]] = False
             sign[idx[k]] = 0.0
-        corr = c0 - G @ w  # X^T V r
+        corr = X.T @ (vy - v * (X @ w))  # X^T V r
         viol = np.abs(corr) - lev
         viol[active] = -np.inf
         add = np.flatnonzero(viol > 1e-12 * lev)

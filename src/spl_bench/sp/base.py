@@ -58,7 +58,11 @@ class SPRegularizer(ABC):
 
     @abstractmethod
     def _v_mixed(self, ell: NDArray[np.float64], lam: float) -> NDArray[np.float64]:
-        """``v*`` for losses strictly inside ``(lo, hi)``."""
+        """``v*`` for losses strictly inside ``(lo, hi)``.
+
+        Must broadcast: the path engine passes a column of ages ``lam[:, None]``
+        with a matrix of losses (one row per age).
+        """
 
     @abstractmethod
     def _dv_mixed(
