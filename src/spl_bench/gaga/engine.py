@@ -169,6 +169,37 @@ def solve_linear(J: Array, rhs: Array) -> tuple[Array, bool, float]:
     return f.solve(rhs), f.singular, f.sign
 
 
+def illinois(f: Any, a: float, fa: float, b: float, fb: float, ftol: float, xtol: float,
+             max_iter: int = 60) -> float:
+    """Root of ``f`` in ``[a, b]`` with ``fa >= 0 > fb``, by the Illinois variant of regula falsi.
+
+    Stops at a point with ``|f| <= ftol`` or when the bracket is shorter than ``xtol``
+    (then returns its end on the ``f < 0`` side).  Superlinear on smooth ``f``; the
+    bracket is kept, so it cannot leave ``[a, b]``.
+    """
+    side = 0
+    for _ in range(max_iter):
+        if b - a <= xtol:
+            break
+        c = b - fb * (b - a) / (fb - fa)
+        if not a < c < b:
+            c = 0.5 * (a + b)
+        fc = f(c)
+        if abs(fc) <= ftol:
+            return float(c)
+        if fc >= 0:
+            a, fa = c, fc
+            if side == 1:
+                fb *= 0.5
+            side = 1
+        else:
+            b, fb = c, fc
+            if side == -1:
+                fa *= 0.5
+            side = -1
+    return float(b)
+
+
 def det_sign(J: Array) -> float:
     if J.shape[0] == 0:
         return 1.0
@@ -236,17 +267,24 @@ class _Tracker:
         self.n_failed_warm_starts = 0
         self.last_factor: Factor | None = None  # factorised J of the latest rhs evaluation
         self.last_sign = 0.0  # its sign of det J
+        # ((lam, sets version), theta, rhs) of the latest rhs evaluation
+        self._rhs_memo: tuple[tuple[float, int], Array, Array] | None = None
 
     # ------------------------------------------------------------- numerics
     def rhs(self, lam: float, ext: Array) -> Array:
-        self.n_rhs += 1
         theta = ext[:-1]
+        memo = self._rhs_memo
+        if memo is not None and memo[0] == (lam, self.sys.version) and np.array_equal(memo[1], theta):
+            return memo[2].copy()  # the same point again (recorded, then continued from)
+        self.n_rhs += 1
         J, Jl = self.sys.jacobians(theta, lam)
         f = Factor(J)
         self.last_factor, self.last_sign = f, f.sign
         if f.singular:
             self.n_singular += 1
-        return np.append(f.solve(-Jl), 0.0)
+        out = np.append(f.solve(-Jl), 0.0)
+        self._rhs_memo = ((lam, self.sys.version), theta.copy(), out.copy())
+        return out
 
     def newton(self, theta: Array, lam: float, max_iter: int = 8,
                chord: Factor | None = None) -> tuple[Array, float]:
@@ -529,10 +567,25 @@ class _Tracker:
                 break
         if H_raw(lo) >= 0 > H_raw(hi):
             t0 = brentq(H_raw, lo, hi, xtol=xtol, rtol=1e-15)
-            eta = max(1e-6 * (b - a), 1e3 * xtol)
-            l2, h2 = max(a, t0 - eta), min(b, t0 + eta)
-            if l2 < h2 and H(l2) >= 0 > H(h2):
-                return float(brentq(H, l2, h2, xtol=xtol, rtol=1e-15))
+            # the projected root is within the ODE error of t0: secant steps on the projected
+            # H from t0 (slope of the raw H) until two points bracket it, then regula falsi
+            ftol = 1e-3 * tol * float(np.min(sysm.event_scale(t0)[crossed]))
+            slope = (H_raw(hi) - H_raw(lo)) / (hi - lo)
+            p, hp = t0, H(t0)
+            q = p - hp / slope if slope < 0 else p
+            for _ in range(6):
+                if abs(hp) <= ftol:
+                    return float(p)
+                q = float(min(max(q, lo), hi))
+                if q == p:
+                    break
+                hq = H(q)
+                if (hp >= 0) != (hq >= 0):
+                    (u, hu), (w, hw) = sorted([(p, hp), (q, hq)])
+                    if hu >= 0 > hw:
+                        return illinois(H, u, hu, w, hw, ftol=ftol, xtol=xtol)
+                    break  # H rises through 0 there: an earlier root, left to the fallback
+                q, p, hp = (q - hq * (q - p) / (hq - hp) if hq != hp else q), q, hq
         if lo > a and H(lo) >= 0 > H(hi):
             return float(brentq(H, lo, hi, xtol=xtol, rtol=1e-15))
         return float(brentq(H, a, b, xtol=xtol, rtol=1e-15))

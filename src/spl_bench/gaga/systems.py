@@ -103,6 +103,8 @@ class PathSystem(ABC):
         self.X = X
         self.y = y
         self.n, self.d = X.shape
+        #: bumped whenever the sets change (:meth:`_invalidate`): keys of the engine's caches
+        self.version = 0
 
     # -- state -----------------------------------------------------------------
     @abstractmethod
@@ -145,8 +147,9 @@ class PathSystem(ABC):
     @abstractmethod
     def _state(self) -> dict[str, Any]: ...
 
-    def _invalidate(self) -> None:  # noqa: B027 - optional hook
-        """Drop caches that depend on the sets."""
+    def _invalidate(self) -> None:
+        """Drop caches that depend on the sets (subclasses extend it and call this)."""
+        self.version += 1
 
     # -- equations ---------------------------------------------------------------
     @abstractmethod
@@ -216,7 +219,7 @@ class GLMSystem(PathSystem):
             raise TypeError(model)
         self.lasso = self.kind == "lasso"
         self.n_events = (self.d if self.lasso else 0) + 2 * self.n
-        self._cache: dict[str, Array] = {}
+        self._cache: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ state
     def init_from(self, params: Params, lam: float) -> None:
@@ -236,6 +239,7 @@ class GLMSystem(PathSystem):
         return {"w": self.w, "b": self.b, "active": self.active, "sign": self.sign, "code": self.code}
 
     def _invalidate(self) -> None:
+        super()._invalidate()
         self._cache = {}
 
     def _XA(self) -> Array:
@@ -374,11 +378,30 @@ class GLMSystem(PathSystem):
         return 1.0 + float(np.abs(self.w).max(initial=0.0))
 
     # --------------------------------------------------------------- events
-    @staticmethod
-    def _sample_events(ell: Array, code: NDArray[np.int8], lo: Any, hi: Any) -> tuple[Array, Array]:
-        """``(h1, h2)`` of samples: distance of ``ell`` to the lower / upper boundary of its set."""
-        h1 = np.where(code == EASY, lo - ell, np.where(code == MIXED, ell - lo, ell - hi))
-        h2 = np.where(code == MIXED, hi - ell, np.inf)
+    #: per set code (E, M, D): h1 = SGN ell + A_LO lo + A_HI hi, the distance to the lower boundary
+    _SGN, _A_LO, _A_HI = np.array([-1.0, 1.0, 1.0]), np.array([1.0, -1.0, 0.0]), np.array([0.0, 0.0, -1.0])
+
+    def _sample_events(self, ell: Array, code: NDArray[np.int8] | None, lo: Any, hi: Any) -> tuple[Array, Array]:
+        """``(h1, h2)`` of samples: distance of ``ell`` to the lower / upper boundary of its set.
+
+        ``code=None`` means all samples with the current sets (coefficients cached per sets).
+        """
+        if code is None:
+            if "h_coef" not in self._cache:
+                c = self.code
+                self._cache["h_coef"] = (self._SGN[c], self._A_LO[c], self._A_HI[c], c != MIXED)
+            sgn, alo, ahi, not_mixed = self._cache["h_coef"]
+        else:
+            sgn, alo, ahi, not_mixed = self._SGN[code], self._A_LO[code], self._A_HI[code], code != MIXED
+        if np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)):
+            h1 = sgn * ell + alo * lo + ahi * hi
+        else:  # an infinite threshold (0 * inf): the explicit form
+            h1 = np.where(sgn < 0, lo - ell, np.where(ahi < 0, ell - hi, ell - lo))
+        h2 = hi - ell
+        if h2.ndim == 2:
+            h2[:, not_mixed] = np.inf
+        else:
+            h2[not_mixed] = np.inf
         return h1, h2
 
     def _X_inactive(self) -> Array:
@@ -411,7 +434,7 @@ class GLMSystem(PathSystem):
             return out
         z = self._z(theta)
         ell, l1, _ = self._loss(z)
-        h1, h2 = self._sample_events(ell, self.code, lo, hi)
+        h1, h2 = self._sample_events(ell, None, lo, hi)
         if not self.lasso:
             h = np.concatenate([h1, h2])
         else:
@@ -431,7 +454,7 @@ class GLMSystem(PathSystem):
             Z += thetas[:, k:k + 1]
         ell, l1, _ = self._loss(Z)
         th = np.array([self.sp.thresholds(float(lam)) for lam in lams])
-        h1, h2 = self._sample_events(ell, self.code, th[:, :1], th[:, 1:])
+        h1, h2 = self._sample_events(ell, None, th[:, :1], th[:, 1:])
         if not self.lasso:
             return np.hstack([h1, h2])
         hf = np.empty((lams.size, self.d))
@@ -447,12 +470,18 @@ class GLMSystem(PathSystem):
         return np.hstack([hf, h1, h2])
 
     def event_scale(self, lam: float) -> Array:
+        """(Cached for the latest age, sets and coefficient size: do not modify the result.)"""
+        wscale = 1e-3 + float(np.abs(self.w).max(initial=0.0)) if self.lasso else 0.0
+        key = (lam, wscale)
+        hit = self._cache.get("scale")
+        if hit is not None and hit[0] == key:
+            return hit[1]
         lo, hi = self.sp.thresholds(lam)
         s = np.full(2 * self.n, 1.0 + hi)
-        if not self.lasso:
-            return s
-        wscale = 1e-3 + float(np.abs(self.w).max(initial=0.0))
-        return np.concatenate([np.where(self.active, wscale, 1.0), s])
+        if self.lasso:
+            s = np.concatenate([np.where(self.active, wscale, 1.0), s])
+        self._cache["scale"] = (key, s)
+        return s
 
     def move(self, positions: NDArray[np.intp], lam: float) -> list[tuple[int, str, str]]:
         moves: list[tuple[int, str, str]] = []
@@ -549,6 +578,7 @@ class SVMSystem(PathSystem):
         return {"a": self.a, "b": self.b, "code": self.code}
 
     def _invalidate(self) -> None:
+        super()._invalidate()
         c = self.code
         self.iz = np.flatnonzero(c == SVM_Z)
         self.im = np.flatnonzero(c == SVM_PM)
