@@ -59,6 +59,7 @@ class EngineOptions:
     acs_tol: float = 1e-7
     blas_threads: int | None = 1  # BLAS threads while the path is computed (None: library default)
     acs_max_iter: int = 2000
+    acs_extrapolate: bool = True  # over-relaxed ACS steps while escaping after a jump (GLM models)
 
 
 @dataclass
@@ -269,6 +270,7 @@ class _Tracker:
         self.last_sign = 0.0  # its sign of det J
         # ((lam, sets version), theta, rhs) of the latest rhs evaluation
         self._rhs_memo: tuple[tuple[float, int], Array, Array] | None = None
+        self._events_memo: list[tuple[tuple[float, int], Array, Array]] = []
 
     # ------------------------------------------------------------- numerics
     def rhs(self, lam: float, ext: Array) -> Array:
@@ -285,6 +287,20 @@ class _Tracker:
         out = np.append(f.solve(-Jl), 0.0)
         self._rhs_memo = ((lam, self.sys.version), theta.copy(), out.copy())
         return out
+
+    def event_values(self, theta: Array, lam: float) -> Array:
+        """All event functions at ``(theta, lam)``, memoised for the two latest points (same sets).
+
+        The continuation check of a critical point and the first-step prediction of the
+        next segment evaluate the same two points.
+        """
+        key = (lam, self.sys.version)
+        for k, th, h in self._events_memo:
+            if k == key and np.array_equal(th, theta):
+                return h
+        h = self.sys.events(theta, lam)
+        self._events_memo = [(key, theta.copy(), h), *self._events_memo[:1]]
+        return h
 
     def newton(self, theta: Array, lam: float, max_iter: int = 8,
                chord: Factor | None = None) -> tuple[Array, float]:
@@ -383,9 +399,13 @@ class _Tracker:
         p = params
         v = self.sp.v_star(self.sys.losses(p), lam)
         dv_prev, next_try, gap = np.inf, 0, 2
+        extrapolate = o.acs_extrapolate and p.coef is not None and p.dual_coef is None
         for it in range(1, o.acs_max_iter + 1):
+            p_prev = p
             p, v_new = acs_step(self.sys, lam, p, v)
             dv = float(np.max(np.abs(v_new - v), initial=0.0))
+            if extrapolate and dv > dv_prev:
+                p, v_new = self.extrapolate(lam, p_prev, p, v_new)
             v = v_new
             converged = dv <= o.acs_tol
             if converged or (dv < dv_prev and dv < 1e-2 and it >= next_try):
@@ -400,6 +420,30 @@ class _Tracker:
         res = self.polish(lam, max_rounds=20)
         return (res <= 1e3 * o.newton_tol and self.sys.consistent(lam, o.event_tol).size == 0
                 and self.can_continue(lam))
+
+    def extrapolate(self, lam: float, p0: Params, p1: Params, v1: Array) -> tuple[Params, Array]:
+        """Over-relax one ACS step ``p0 -> p1`` by a doubling line search on the SPL objective.
+
+        While ACS escapes from the ghost of a vanished branch it moves slowly along a
+        fixed direction, with growing steps.  ``p0 + t (p1 - p0)`` for ``t = 2, 4, 8, ...``
+        is kept while the SPL objective (``v`` minimised out, GAGA eq. (2)) decreases,
+        so every iterate is still lower than plain ACS's, which ACS's descent property
+        guarantees for ``t = 1``.  GLM models only (no constraints on the parameters).
+        """
+        step_w = p1.coef - p0.coef
+        step_b = p1.intercept - p0.intercept
+        best, g_best = p1, self.sys.objective(p1, lam)
+        t = 2.0
+        while t <= 2.0**12:
+            cand = Params(coef=p0.coef + t * step_w, intercept=p0.intercept + t * step_b)
+            g = self.sys.objective(cand, lam)
+            if not g < g_best:
+                break
+            best, g_best = cand, g
+            t *= 2.0
+        if best is p1:
+            return p1, v1
+        return best, self.sp.v_star(self.sys.losses(best), lam)
 
     def try_polish(self, lam: float, params: Params, rounds: int) -> bool:
         """Polish ``params`` at ``lam``; keep it if it is a followable, stable partial optimum."""
@@ -420,7 +464,7 @@ class _Tracker:
         theta = sysm.theta()
         eps = 1e-7 * max(1.0, lam)
         d = self.rhs(lam, np.append(theta, 0.0))[:-1]
-        h_after = sysm.events(theta + eps * d, lam + eps)
+        h_after = self.event_values(theta + eps * d, lam + eps)
         return bool(np.all(h_after >= -1e-3 * eps * sysm.event_scale(lam + eps)))
 
     # ----------------------------------------------------------------- main
@@ -473,7 +517,7 @@ class _Tracker:
             # (whose error can hide or invent a crossing when steps are long)
             # (chord iteration with the solver's latest Jacobian first: it is from inside this step)
             theta1, res1 = self.newton(y1[:-1].copy(), t1, chord=self.last_factor)
-            h = sysm.events(theta1, t1)
+            h = self.event_values(theta1, t1)
             bad = np.flatnonzero(h < -o.event_tol * sysm.event_scale(t1))
             dense = solver.dense_output()
             t_end = t1
@@ -483,7 +527,7 @@ class _Tracker:
             for s, hs in zip(s_in, h_in, strict=True):
                 if np.any(hs < -o.event_tol * sysm.event_scale(s)):  # confirm on the projected point
                     ths, _ = self.newton(dense(s)[:-1], s)
-                    bs = np.flatnonzero(sysm.events(ths, s) < -o.event_tol * sysm.event_scale(s))
+                    bs = np.flatnonzero(self.event_values(ths, s) < -o.event_tol * sysm.event_scale(s))
                     if bs.size:
                         bad, t_end, theta1 = bs, float(s), ths
                         break
@@ -498,7 +542,7 @@ class _Tracker:
                     if s not in _m:
                         th, _ = self.newton(_d(s)[:-1], s, chord=_f)
                         hs = sysm.events(th, s, _c)
-                        _m[s] = float(np.min(hs + o.event_tol * sysm.event_scale(s)[_c]))
+                        _m[s] = float(np.min(hs + o.event_tol * sysm.event_scale(s, _c)))
                     return _m[s]
 
                 if H(t_prev) < 0:  # already violated at the step start
@@ -530,10 +574,9 @@ class _Tracker:
         much closer together than ``max_step``.  Overshooting is harmless: a crossing
         inside the step is located on its dense output.
         """
-        sysm = self.sys
         eps = 1e-7 * max(1.0, lam)
-        h0 = sysm.events(theta, lam)
-        h1 = sysm.events(theta + eps * d, lam + eps)
+        h0 = self.event_values(theta, lam)
+        h1 = self.event_values(theta + eps * d, lam + eps)
         with np.errstate(all="ignore"):
             slope = (h1 - h0) / eps
             ok = np.isfinite(h0) & np.isfinite(slope) & (slope < 0)
@@ -556,7 +599,7 @@ class _Tracker:
 
         def H_raw(s: float) -> float:
             hs = sysm.events(dense(s)[:-1], s, crossed)
-            return float(np.min(hs + tol * sysm.event_scale(s)[crossed]))
+            return float(np.min(hs + tol * sysm.event_scale(s, crossed)))
 
         xtol = 1e-14 * max(1.0, b)
         grid = np.linspace(a, b, 9)
@@ -569,7 +612,7 @@ class _Tracker:
             t0 = brentq(H_raw, lo, hi, xtol=xtol, rtol=1e-15)
             # the projected root is within the ODE error of t0: secant steps on the projected
             # H from t0 (slope of the raw H) until two points bracket it, then regula falsi
-            ftol = 1e-3 * tol * float(np.min(sysm.event_scale(t0)[crossed]))
+            ftol = 1e-3 * tol * float(np.min(sysm.event_scale(t0, crossed)))
             slope = (H_raw(hi) - H_raw(lo)) / (hi - lo)
             p, hp = t0, H(t0)
             q = p - hp / slope if slope < 0 else p
@@ -632,7 +675,7 @@ class _Tracker:
         o = self.o
         sysm = self.sys
         theta = sysm.theta()
-        h = sysm.events(theta, lam)
+        h = self.event_values(theta, lam)
         scale = sysm.event_scale(lam)
         # indices that crossed inside the step and sit on their boundary now (several may cross
         # at the same age), plus any that are violated already
@@ -658,8 +701,8 @@ class _Tracker:
                 ok = True
                 break
             d = self.rhs(lam, np.append(theta, 0.0))[:-1]
-            h0 = sysm.events(theta, lam)
-            h_after = sysm.events(theta + eps * d, lam + eps)
+            h0 = self.event_values(theta, lam)
+            h_after = self.event_values(theta + eps * d, lam + eps)
             sc = sysm.event_scale(lam + eps)
             fail = np.flatnonzero(h_after < -1e-3 * eps * sc)
             if fail.size == 0:

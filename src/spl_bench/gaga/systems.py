@@ -172,8 +172,8 @@ class PathSystem(ABC):
         return np.array([self.events(th, float(lam)) for th, lam in zip(thetas, lams, strict=True)])
 
     @abstractmethod
-    def event_scale(self, lam: float) -> Array:
-        """Typical magnitude of each event function (for tolerances)."""
+    def event_scale(self, lam: float, idx: NDArray[np.intp] | None = None) -> Array:
+        """Typical magnitude of each event function (for tolerances); only positions ``idx`` if given."""
 
     @abstractmethod
     def move(self, positions: NDArray[np.intp], lam: float) -> list[tuple[int, str, str]]:
@@ -469,9 +469,15 @@ class GLMSystem(PathSystem):
             hf[:, ~self.active] = 1.0 - np.abs((U * l1) @ self._X_inactive()) / self.lev
         return np.hstack([hf, h1, h2])
 
-    def event_scale(self, lam: float) -> Array:
+    def event_scale(self, lam: float, idx: NDArray[np.intp] | None = None) -> Array:
         """(Cached for the latest age, sets and coefficient size: do not modify the result.)"""
         wscale = 1e-3 + float(np.abs(self.w).max(initial=0.0)) if self.lasso else 0.0
+        if idx is not None:
+            out = np.full(idx.size, 1.0 + self.sp.thresholds(lam)[1])
+            if self.lasso:
+                feat = idx < self.d
+                out[feat] = np.where(self.active[idx[feat]], wscale, 1.0)
+            return out
         key = (lam, wscale)
         hit = self._cache.get("scale")
         if hit is not None and hit[0] == key:
@@ -703,9 +709,9 @@ class SVMSystem(PathSystem):
             out[j, :self.n], out[j, self.n:] = h1, h2
         return out
 
-    def event_scale(self, lam: float) -> Array:
+    def event_scale(self, lam: float, idx: NDArray[np.intp] | None = None) -> Array:
         lo, hi = self.sp.thresholds(lam)
-        return np.full(2 * self.n, 1.0 + hi / self.C)
+        return np.full(2 * self.n if idx is None else idx.size, 1.0 + hi / self.C)
 
     def move(self, positions: NDArray[np.intp], lam: float) -> list[tuple[int, str, str]]:
         moves: list[tuple[int, str, str]] = []
