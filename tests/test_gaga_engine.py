@@ -145,6 +145,28 @@ def test_points_after_jumps_are_stable_partial_optima_not_worse_than_acs():
         assert np.linalg.eigvalsh(H).min() > 0
 
 
+@pytest.mark.parametrize("sp", ["linear", "mixture"])
+def test_over_relaxed_acs_after_jumps_keeps_every_point_exact_and_descends(sp):
+    """``acs_extrapolate=True`` (opt-in): the warm starts may land on another partial optimum
+    than plain ACS (this case is one where they do), but every recorded point is still exact
+    and each point after a jump is no worse than the old branch's point at that age."""
+    X, y = _diabetes(n=100, d=8, seed=1, noise=0.4)
+    model, spr = get_model("lasso", alpha=0.01), get_sp(sp)
+    plain, fast = (age_path(X, y, model="lasso", sp=sp, lam_range=(0.05, 3.0), alpha=0.01,
+                            options=EngineOptions(acs_extrapolate=flag)) for flag in (False, True))
+    assert fast.n_restarts > 0
+    assert _lasso_kkt(fast, X, y, 0.01, spr).max() <= 1e-6
+    if sp == "linear":  # documents why the option is off by default
+        assert [e["lam"] for e in plain.events] != pytest.approx([e["lam"] for e in fast.events])
+    for i in np.flatnonzero(fast.point_kind == "after"):
+        if i == 0 or fast.lambdas[i] <= fast.lambdas[i - 1]:
+            continue
+        lam = float(fast.lambdas[i])
+        g_new = spl_objective(model, spr, Params(coef=fast.coef[i]), X, y, lam)
+        g_old = spl_objective(model, spr, Params(coef=fast.coef[i - 1]), X, y, lam)
+        assert g_new <= g_old + 1e-9 * max(1.0, abs(g_old))
+
+
 @pytest.mark.parametrize("model,sp", [("lasso", "linear"), ("lasso", "mixture"), ("logistic", "linear"),
                                       ("logistic", "mixture"), ("svm", "linear"), ("svm", "mixture")])
 @settings(max_examples=8, deadline=None)
@@ -178,3 +200,27 @@ def test_subset_and_batched_event_functions_equal_the_full_ones(model, sp, seed)
     idx = rng.choice(system.n_events, size=min(25, system.n_events), replace=False)
     np.testing.assert_allclose(system.events(thetas[0], float(lams[0]), idx), full[0, idx], rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(system.event_scale(float(lams[0]), idx), system.event_scale(float(lams[0]))[idx])
+    # the sample events against their definitions (distance to the boundaries of each set)
+    lam0 = float(lams[0])
+    lo, hi = spr.thresholds(lam0)
+    n, code = len(y), system.code
+    if model == "svm":
+        a = system.a.copy()
+        a[system.ifree] = thetas[0][:system.ifree.size]
+        g = 1.0 - system.Q @ a - y * thetas[0][-1]
+        m = mdl.C * g
+        ref1 = np.select([code == 0, code == 1, code == 2, code == 3], [-g, a / mdl.C, g, (m - lo) / mdl.C],
+                         (m - hi) / mdl.C)
+        ref2 = np.select([code == 1, code == 2, code == 3], [1 - a / mdl.C, (lo - m) / mdl.C, (hi - m) / mdl.C],
+                         np.inf)
+        h = full[0]
+    else:
+        coef = np.zeros(X.shape[1])
+        coef[system.active] = thetas[0][:int(system.active.sum())]
+        b = 0.0 if model == "lasso" else thetas[0][-1]
+        ell = mdl.losses(Params(coef=coef, intercept=b), X, y)
+        ref1 = np.select([code == 0, code == 1], [lo - ell, ell - lo], ell - hi)
+        ref2 = np.where(code == 1, hi - ell, np.inf)
+        h = full[0, X.shape[1]:] if model == "lasso" else full[0]
+    np.testing.assert_allclose(h[:n], ref1, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(h[n:], ref2, rtol=1e-9, atol=1e-9)

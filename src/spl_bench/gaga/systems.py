@@ -663,18 +663,19 @@ class SVMSystem(PathSystem):
         return 1.0
 
     # --------------------------------------------------------------- events
+    #: per set code (E_N, E_Z, E_P, M, D), coefficients of (g, a/C, 1, lo/C, hi/C) in h1 and h2:
+    #: h1 = -g | a/C | g | g - lo/C | g - hi/C;  h2 = inf | 1 - a/C | lo/C - g | hi/C - g | inf
+    _H1 = np.array([[-1, 0, 0, 0, 0], [0, 1, 0, 0, 0], [1, 0, 0, 0, 0], [1, 0, 0, -1, 0], [1, 0, 0, 0, -1]], float)
+    _H2 = np.array([[0, 0, 0, 0, 0], [0, -1, 1, 0, 0], [-1, 0, 0, 1, 0], [-1, 0, 0, 0, 1], [0, 0, 0, 0, 0]], float)
+
     def _sample_events(self, g: Array, a: Array, c: NDArray[np.int8], lam: float) -> tuple[Array, Array]:
         """``(h1, h2)``: distances of margins ``g`` / duals ``a`` to the boundaries of sets ``c``."""
-        C = self.C
-        ell = C * g
         lo, hi = self.sp.thresholds(lam)
-        h1 = np.select(
-            [c == SVM_N, c == SVM_Z, c == SVM_PE, c == SVM_PM],
-            [-g, a / C, g, (ell - lo) / C],
-            default=(ell - hi) / C,
-        )
-        h2 = np.select([c == SVM_Z, c == SVM_PE, c == SVM_PM], [1.0 - a / C, (lo - ell) / C, (hi - ell) / C],
-                       default=np.inf)
+        aC = a / self.C
+        k1, k2 = self._H1[c], self._H2[c]
+        h1 = k1[:, 0] * g + k1[:, 1] * aC + (k1[:, 3] * lo + k1[:, 4] * hi) / self.C
+        h2 = k2[:, 0] * g + k2[:, 1] * aC + k2[:, 2] + (k2[:, 3] * lo + k2[:, 4] * hi) / self.C
+        h2[(c == SVM_N) | (c == SVM_PD)] = np.inf
         return h1, h2
 
     def events(self, theta: Array, lam: float, idx: NDArray[np.intp] | None = None) -> Array:
