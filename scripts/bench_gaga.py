@@ -126,8 +126,9 @@ def main() -> None:
     cases = args.cases
     lam_max = args.lam_max
     if args.quick:
-        cases = [c.replace("n5000", "n500").replace("n10000", "n1000").replace("n2000", "n700")
-                 .replace("n1000", "n300") for c in cases]
+        small = {"lasso_n1000": "lasso_n300", "lasso_n2000": "lasso_n700", "lasso_n5000": "lasso_n500",
+                 "lasso_n10000": "lasso_n1000"}
+        cases = [small.get(c, c) for c in cases]
         lam_max = min(lam_max, 3.0)
     sp = get_sp(args.sp, **({"gamma": 0.5} if args.sp == "mixture" else {}))
     rows = []
