@@ -23,6 +23,8 @@ SMOKE_CASES: list[list[str]] = [
     ["experiment=gaga_table2", "+table_row=t2_delta_elevators_n30", "method=original"],
     ["experiment=gaga_table2", "+table_row=t2_pendigits_n20", "method=original"],
     ["experiment=gaga_table5", "+table_row=t5_pendigits_n20", "method=acs", "method.lam_step=5.0"],
+    ["experiment=gaga_table2", "+table_row=t2_music_n30", "method=gaga"],  # the exact age-path, ~20 s
+    ["experiment=outlier_path_table2", "data=breast_cancer", "method=outlier_path", "method.variant=theta"],
 ]
 SMOKE_RUNS = 2
 KEY = ["experiment", "dataset", "noise", "method", "model", "sp", "selection", "seed", "metric"]
