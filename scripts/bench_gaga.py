@@ -14,7 +14,8 @@ output says so (column ``acs_fine_extrapolated``).  All in one process; wall-clo
 process CPU times are both recorded (``*_cpu_s``): on a shared 2-core machine the CPU
 times, and the ratios computed from them, are the ones to read.  GAGA runs with one BLAS
 thread (``EngineOptions.blas_threads``), and so does ACS here.
-Writes ``results/bench/gaga.{csv,md}``.
+Writes ``results/bench/gaga.{csv,md}`` and, with two or more synthetic sizes, the scaling
+figure ``gaga_scaling.png`` (paper Fig. 5; ``--plot-only`` redraws it from the CSV).
 
 Anchors measured by the issue author with the authors' released code on this machine
 (not re-run here): SVM on mfeat-pixel 417 s per path, lasso on music 26-31 s per path.
@@ -108,6 +109,38 @@ def _time_acs(model_name, mparams, sp, X, y, grid, max_points, n_chunks):
     return spent * len(grid) / timed, spent_cpu * len(grid) / timed, True
 
 
+def plot_scaling(df: pd.DataFrame, path: Path) -> bool:
+    """Paper Fig. 5 analogue: CPU seconds against n for GAGA and both ACS grids (synthetic lasso).
+
+    Left: whole-path times (log-log); right: GAGA's CPU milliseconds per critical point and
+    the number of critical points.  Returns False (no figure) with fewer than two sizes.
+    """
+    rows = df[df["case"].str.startswith("lasso_n")].sort_values("n")
+    if len(rows) < 2:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+    for col, label in (("gaga_cpu_s", "GAGA (exact path)"), ("acs_step0.5_cpu_s", "ACS, step 0.5"),
+                       ("acs_step0.01_cpu_s", "ACS, step 0.01")):
+        ax.loglog(rows["n"], rows[col], "o-", label=label)
+    ax.set(xlabel="n (training rows)", ylabel="CPU seconds", title="whole path, λ ∈ [0.1, 20]")
+    ax.legend()
+    ax2.plot(rows["n"], rows["cpu_ms_per_critical_point"], "o-", color="C0")
+    ax2.set(xlabel="n (training rows)", ylabel="GAGA CPU ms per critical point", ylim=(0, None))
+    crit = ax2.twinx()
+    crit.plot(rows["n"], rows["turning"] + rows["jump"], "s--", color="C3")
+    crit.set_ylabel("critical points", color="C3")
+    fig.suptitle(f"synthetic lasso (d = {int(rows['d'].iloc[0])}), ODE solver {rows['ode_method'].iloc[0]}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cases", nargs="*", default=["lasso_music", "lasso_n5000", "svm_mfeat", "lasso_n1000",
@@ -122,7 +155,14 @@ def main() -> None:
     ap.add_argument("--method", default="LSODA", choices=sorted(ODE_SOLVERS), help="ODE solver of the engine")
     ap.add_argument("--svm-max-n", type=int, default=None,
                     help="use only the first N training rows for the SVM case (the full case is hours)")
+    ap.add_argument("--plot-only", action="store_true", help="redraw the scaling figure from the CSV and exit")
     args = ap.parse_args()
+    if args.plot_only:
+        stem = args.stem or ("gaga_quick" if args.quick else "gaga")
+        fig = Path(args.out) / f"{stem}_scaling.png"
+        done = plot_scaling(pd.read_csv(Path(args.out) / f"{stem}.csv"), fig)
+        print(f"wrote {fig}" if done else "fewer than two synthetic sizes: no figure")
+        return
     cases = args.cases
     lam_max = args.lam_max
     if args.quick:
@@ -170,6 +210,8 @@ def main() -> None:
         df.to_csv(out / f"{stem}.csv", index=False)
         (out / f"{stem}.md").write_text(df.to_string(index=False, float_format=lambda v: f"{v:.3g}") + "\n")
     print(pd.DataFrame(rows).to_string())
+    if plot_scaling(pd.DataFrame(rows), out / f"{stem}_scaling.png"):
+        print(f"wrote {out / f'{stem}_scaling.png'}")
 
 
 if __name__ == "__main__":

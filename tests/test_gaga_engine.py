@@ -224,3 +224,32 @@ def test_subset_and_batched_event_functions_equal_the_full_ones(model, sp, seed)
         h = full[0, X.shape[1]:] if model == "lasso" else full[0]
     np.testing.assert_allclose(h[:n], ref1, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(h[n:], ref2, rtol=1e-9, atol=1e-9)
+
+
+def test_progress_callback_reports_increasing_ages_up_to_lam_max():
+    X, y = _diabetes(n=60, d=5, seed=2)
+    seen: list[tuple[float, int]] = []
+    path = age_path(X, y, model="lasso", lam_range=(0.2, 1.5), alpha=0.01,
+                    progress=lambda lam, k: seen.append((lam, k)))
+    lams, counts = np.array([s[0] for s in seen]), np.array([s[1] for s in seen])
+    assert len(seen) >= len(path.events)
+    assert np.all(np.diff(lams) >= 0) and np.all(np.diff(counts) >= 0)
+    assert lams[-1] == pytest.approx(1.5) and counts[-1] == len(path.events)
+
+
+def test_path_command_writes_the_path_file_figures_and_summary(tmp_path, capsys):
+    import json
+
+    from spl_bench.gaga.path import AgePath
+    from spl_bench.runner.cli import main
+
+    code = main(["path", "model=lasso", "sp=linear", "data=diabetes", "lam_min=0.5", "lam_max=1.5",
+                 f"out={tmp_path}", "progress=true"])
+    assert code == 0
+    stem = tmp_path / "diabetes_lasso_linear"
+    loaded = AgePath.load(f"{stem}.npz")
+    summary = json.loads(stem.with_name(stem.name + "_summary.json").read_text())
+    assert summary["points"] == len(loaded) and summary["turning"] + summary["jump"] == len(loaded.events)
+    for fig in ("_agepath.png", "_learning_curve.png", "_critical.png"):
+        assert stem.with_name(stem.name + fig).stat().st_size > 0
+    assert "critical points" in capsys.readouterr().out

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -274,6 +275,7 @@ class _Tracker:
         # ((lam, sets version), theta, rhs) of the latest rhs evaluation
         self._rhs_memo: tuple[tuple[float, int], Array, Array] | None = None
         self._events_memo: list[tuple[tuple[float, int], Array, Array]] = []
+        self.progress: Callable[[float, int], None] | None = None  # called with (age, events so far)
 
     # ------------------------------------------------------------- numerics
     def rhs(self, lam: float, ext: Array) -> Array:
@@ -486,6 +488,8 @@ class _Tracker:
         repeats = 0
         while lam < lam_max and len(self.events) < o.max_events:
             lam = self.segment(lam, lam_max)
+            if self.progress is not None:
+                self.progress(min(lam, lam_max), len(self.events))
             if self.events:
                 ev = self.events[-1]["lam"]
                 repeats = repeats + 1 if ev - last_event <= 1e-12 * max(1.0, ev) else 0
@@ -791,6 +795,7 @@ def age_path(
     sp_params: dict[str, Any] | None = None,
     init: Params | None = None,
     options: EngineOptions | None = None,
+    progress: Callable[[float, int], None] | None = None,
     **model_params: Any,
 ) -> AgePath:
     """Compute the exact age-path of self-paced learning on ``lam_range`` (GAGA Algorithm 2).
@@ -810,6 +815,9 @@ def age_path(
         Starting point for the ACS solve at ``lam_min`` (default: the model with v = 1).
     options : EngineOptions, optional
         Tolerances and step limits.
+    progress : callable, optional
+        Called after every segment with the age reached and the number of critical
+        points so far (a progress bar: ``spl-bench path``).
     **model_params
         Model hyper-parameters (``alpha``; ``C``; ``C``, ``kernel``, ``gamma``).
 
@@ -848,6 +856,7 @@ def age_path(
         init = Params(coef=groups.reduce(np.asarray(init.coef, dtype=float)), intercept=init.intercept)
     system = make_system(mdl, spr, X_path, y)
     tr = _Tracker(system, mdl, spr, X_path, y, opts)
+    tr.progress = progress
     t0 = time.perf_counter()
     # many small dense solves: one BLAS thread is faster, and much faster on a loaded machine
     with threadpool_limits(limits=opts.blas_threads, user_api="blas"):

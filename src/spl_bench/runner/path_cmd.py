@@ -4,6 +4,7 @@ Usage (``key=value`` arguments, Hydra-style names)::
 
     spl-bench path model=lasso sp=linear data=diabetes [alpha=0.005] [C=1] [gamma=0.5]
                    [sp_gamma=0.5] [lam_min=0.1] [lam_max=20] [seed=40] [out=results/path]
+                   [progress=true]
 
 The data are split train:test 3:1 (seed), 20 % of the training rows held out for
 validation, features (and a regression target) standardised on the training rows.
@@ -71,7 +72,21 @@ def main(argv: list[str]) -> int:
     Xva, Xte = s1.X_test[: len(yva)], s1.X_test[len(yva):]
     yva, yte = s1.y_test[: len(yva)], s1.y_test[len(yva):]
 
-    path = age_path(Xtr, ytr, model=model, sp=sp, sp_params=sp_params, lam_range=lam_range, **mparams)
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    show = a.get("progress", "true").lower() not in ("false", "0", "no")
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("λ = {task.completed:.4g}"),
+                  TimeElapsedColumn(), disable=not show) as bar:
+        # the bar runs over log λ: critical points are densest at small ages
+        lo, hi = np.log(lam_range[0]), np.log(lam_range[1])
+        task = bar.add_task(f"age-path {data} {model}/{sp}", total=hi - lo)
+
+        def report(lam: float, n_events: int) -> None:
+            bar.update(task, completed=np.log(lam) - lo,
+                       description=f"age-path {data} {model}/{sp} · {n_events} critical points")
+
+        path = age_path(Xtr, ytr, model=model, sp=sp, sp_params=sp_params, lam_range=lam_range,
+                        progress=report, **mparams)
     stem = f"{data}_{model}_{sp}"
     f = path.save(out / f"{stem}.npz")
     mdl = get_model(model, **mparams)
