@@ -253,3 +253,12 @@ def test_path_command_writes_the_path_file_figures_and_summary(tmp_path, capsys)
     for fig in ("_agepath.png", "_learning_curve.png", "_critical.png"):
         assert stem.with_name(stem.name + fig).stat().st_size > 0
     assert "critical points" in capsys.readouterr().out
+
+
+def test_path_command_rejects_a_bad_age_range_with_a_clear_message(tmp_path, capsys):
+    from spl_bench.runner.cli import main
+
+    code = main(["path", "data=diabetes", "lam_min=0", "lam_max=2", f"out={tmp_path}", "progress=false"])
+    assert code != 0
+    err = capsys.readouterr().err
+    assert "lam_min" in err and "Traceback" not in err

@@ -61,6 +61,8 @@ def main(argv: list[str]) -> int:
     sp_params = {"gamma": float(a.get("sp_gamma", 0.5))} if sp == "mixture" else {}
     seed = int(a.get("seed", 40))
     lam_range = (float(a.get("lam_min", 0.1)), float(a.get("lam_max", 20.0)))
+    if not 0.0 < lam_range[0] < lam_range[1]:
+        raise ConfigError(f"need 0 < lam_min < lam_max, got lam_min={lam_range[0]}, lam_max={lam_range[1]}")
     out = Path(a.get("out", "results/path"))
     out.mkdir(parents=True, exist_ok=True)
 
