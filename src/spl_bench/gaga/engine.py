@@ -542,22 +542,22 @@ class _Tracker:
             if bad.size:
                 chord = Factor(sysm.jacobians(theta1, t_end)[0])
 
-                memo: dict[float, float] = {}
+                memo: dict[float, tuple[float, Array]] = {}  # age -> (H, projected point)
 
                 def H(s: float, _c: NDArray[np.intp] = bad, _d: Any = dense, _f: Factor = chord,
-                      _m: dict[float, float] = memo) -> float:
+                      _m: dict[float, tuple[float, Array]] = memo) -> float:
                     """Smallest crossed event function on the Newton-projected path at ``s``."""
                     if s not in _m:
                         th, _ = self.newton(_d(s)[:-1], s, chord=_f)
                         hs = sysm.events(th, s, _c)
-                        _m[s] = float(np.min(hs + o.event_tol * sysm.event_scale(s, _c)))
-                    return _m[s]
+                        _m[s] = (float(np.min(hs + o.event_tol * sysm.event_scale(s, _c))), th)
+                    return _m[s][0]
 
                 if H(t_prev) < 0:  # already violated at the step start
                     t_star = t_prev
                 else:
                     t_star = self.locate(H, bad, dense, t_prev, t_end)
-                theta, _ = self.newton(dense(t_star)[:-1], t_star, chord=chord)
+                theta = memo[t_star][1] if t_star in memo else self.newton(dense(t_star)[:-1], t_star, chord=chord)[0]
                 sysm.set_theta(theta)
                 self.rhs(t_star, np.append(theta, 0.0))
                 if sign0 != 0 and self.last_sign != sign0:
