@@ -65,25 +65,39 @@ SVM_N, SVM_Z, SVM_PE, SVM_PM, SVM_PD = 0, 1, 2, 3, 4
 SVM_SETS = {SVM_N: "E_N", SVM_Z: "E_Z", SVM_PE: "E_P", SVM_PM: "M", SVM_PD: "D"}
 
 
+def sp_v(sp: SPRegularizer, ell: Array, code: NDArray[np.int8], lam: Any) -> Array:
+    """``v*`` for *tracked* set codes (not re-partitioned).
+
+    ``ell`` holds one loss per sample (shape ``(n,)``) or one row per age (``(m, n)``,
+    with ``lam`` a column ``(m, 1)`` of ages).  On the smooth piece ``M`` the closed form
+    is evaluated without clipping, so ``v`` stays smooth up to (and slightly beyond) the
+    set boundary.
+    """
+    mid = code == MIXED
+    with np.errstate(all="ignore"):
+        if mid.all():
+            return sp._v_mixed(np.maximum(ell, 1e-100), lam)
+        v = np.broadcast_to((code == EASY).astype(float), ell.shape).copy()
+        if mid.any():
+            v[..., mid] = sp._v_mixed(np.maximum(ell[..., mid], 1e-100), lam)
+    return v
+
+
 def sp_weights(
     sp: SPRegularizer, ell: Array, code: NDArray[np.int8], lam: float
 ) -> tuple[Array, Array, Array]:
-    """``(v, dv/dell, dv/dlam)`` for *tracked* set codes (not re-partitioned).
-
-    On the smooth piece ``M`` the closed form is evaluated without clipping, so
-    the functions stay smooth up to (and slightly beyond) the set boundary.
-    """
-    v = (code == EASY).astype(float)
+    """``(v, dv/dell, dv/dlam)`` for *tracked* set codes (:func:`sp_v`; one age)."""
+    v = sp_v(sp, ell, code, lam)
+    mid = code == MIXED
+    if mid.all():
+        em = np.maximum(ell, 1e-100)
+        with np.errstate(all="ignore"):
+            return (v, *sp._dv_mixed(em, lam))
     dl = np.zeros_like(ell)
     dlam = np.zeros_like(ell)
-    mid = code == MIXED
-    if np.any(mid):
-        em = np.maximum(ell[mid], 1e-100)
+    if mid.any():
         with np.errstate(all="ignore"):
-            v[mid] = sp._v_mixed(em, lam)
-            a, b = sp._dv_mixed(em, lam)
-        dl[mid] = a
-        dlam[mid] = b
+            dl[mid], dlam[mid] = sp._dv_mixed(np.maximum(ell[mid], 1e-100), lam)
     return v, dl, dlam
 
 
@@ -300,17 +314,6 @@ class GLMSystem(PathSystem):
             self._cache["cL"] = self.code[live]
         return self._cache["XL"], self._cache["yL"], self._cache["cL"]
 
-    def _weights(self, ell: Array, code: NDArray[np.int8], lam: float) -> tuple[Array, Array, Array]:
-        """:func:`sp_weights` for the live samples, skipping the masks when all are in M."""
-        if "all_mixed" not in self._cache:
-            self._cache["all_mixed"] = bool(np.all(code == MIXED))
-        if not self._cache["all_mixed"]:
-            return sp_weights(self.sp, ell, code, lam)
-        with np.errstate(all="ignore"):
-            em = np.maximum(ell, 1e-100)
-            dl, dlam = self.sp._dv_mixed(em, lam)
-            return self.sp._v_mixed(em, lam), dl, dlam
-
     def _live_terms(self, theta: Array, lam: float) -> tuple[Array, Array, Array, Array, Array, Array]:
         """``X_A``, ``ell'``, ``ell''``, ``v``, ``dv/dell``, ``dv/dlam`` on the live samples."""
         XL, yL, cL = self._live()
@@ -319,7 +322,7 @@ class GLMSystem(PathSystem):
         if not self.lasso:
             z = z + theta[k]
         ell, l1, l2 = self._loss(z, yL)
-        v, dl, dlam = self._weights(ell, cL, lam)
+        v, dl, dlam = sp_weights(self.sp, ell, cL, lam)
         return XL, l1, l2, v, dl, dlam
 
     def _phi_T(self, u: Array, XA: Array | None = None) -> Array:
@@ -442,7 +445,7 @@ class GLMSystem(PathSystem):
             hf = np.empty(self.d)
             hf[self.active] = self.sign[self.active] * theta[:k]
             if k < self.d:
-                v, _, _ = sp_weights(self.sp, ell, self.code, lam)
+                v = sp_v(self.sp, ell, self.code, lam)
                 hf[~self.active] = 1.0 - np.abs(self._X_inactive().T @ (v * l1)) / self.lev
             h = np.concatenate([hf, h1, h2])
         return h if idx is None else h[idx]
@@ -461,12 +464,7 @@ class GLMSystem(PathSystem):
         hf = np.empty((lams.size, self.d))
         hf[:, self.active] = self.sign[self.active] * thetas[:, :k]
         if k < self.d:
-            U = np.zeros_like(ell)
-            U[:, self.code == EASY] = 1.0
-            mid = self.code == MIXED
-            if np.any(mid):  # _v_mixed broadcasts over a column of ages
-                with np.errstate(all="ignore"):
-                    U[:, mid] = self.sp._v_mixed(np.maximum(ell[:, mid], 1e-100), lams[:, None])
+            U = sp_v(self.sp, ell, self.code, lams[:, None])
             hf[:, ~self.active] = 1.0 - np.abs((U * l1) @ self._X_inactive()) / self.lev
         return np.hstack([hf, h1, h2])
 
@@ -505,7 +503,7 @@ class GLMSystem(PathSystem):
                     self.sign[j] = 0.0
                     moves.append((j, "A", "inactive"))
                 else:
-                    v, _, _ = sp_weights(self.sp, ell, self.code, lam)
+                    v = sp_v(self.sp, ell, self.code, lam)
                     c = -(self.X[:, j] @ (v * l1)) / self.lev
                     self.active[j] = True
                     self.w[j] = 0.0
@@ -578,7 +576,7 @@ class SVMSystem(PathSystem):
         m = c == SVM_PM
         if np.any(m):
             g = 1.0 - self.Q[m] @ self.a - self.y[m] * self.b
-            v, _, _ = sp_weights(self.sp, self.C * g, np.full(int(m.sum()), MIXED, np.int8), lam)
+            v = sp_v(self.sp, self.C * g, np.full(int(m.sum()), MIXED, np.int8), lam)
             self.a[m] = self.C * v
 
     def _state(self) -> dict[str, Any]:
@@ -636,7 +634,7 @@ class SVMSystem(PathSystem):
         F = np.empty(k + 1)
         F[:nz] = g[self.iz]
         if self.im.size:
-            v, _, _ = sp_weights(self.sp, self.C * g[self.im], np.full(self.im.size, MIXED, np.int8), lam)
+            v = sp_v(self.sp, self.C * g[self.im], np.full(self.im.size, MIXED, np.int8), lam)
             F[nz:k] = theta[nz:k] - self.C * v
         F[k] = self.y[self.ifree] @ theta[:k] + self.C * self.y[self.ipe].sum()
         return F

@@ -95,11 +95,12 @@ class SVMModel(Model):
                 shrinking=True,
             )
             idx = np.flatnonzero(pos)
-            if not (np.isfinite(X[idx]).all() and np.isfinite(v[idx]).all()):
+            Xi, vi = X[idx], v[idx]
+            if not (np.isfinite(Xi).all() and np.isfinite(vi).all()):
                 raise FloatingPointError("non-finite features or weights passed to the weighted SVM fit")
             # checked above; scikit-learn's own checks are ~20 % of a small fit, and ACS fits many
             with sklearn.config_context(assume_finite=True, skip_parameter_validation=True):
-                est.fit(X[idx], y[idx], sample_weight=v[idx])
+                est.fit(Xi, y[idx], sample_weight=vi)
             sv = idx[est.support_]
             a[sv] = np.asarray(est.dual_coef_, dtype=float).ravel() * y[sv]
             b = float(est.intercept_[0])

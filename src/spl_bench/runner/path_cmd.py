@@ -77,14 +77,14 @@ def main(argv: list[str]) -> int:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     show = a.get("progress", "true").lower() not in ("false", "0", "no")
-    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("λ = {task.completed:.4g}"),
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("λ = {task.fields[lam]:.4g}"),
                   TimeElapsedColumn(), disable=not show) as bar:
         # the bar runs over log λ: critical points are densest at small ages
         lo, hi = np.log(lam_range[0]), np.log(lam_range[1])
-        task = bar.add_task(f"age-path {data} {model}/{sp}", total=hi - lo)
+        task = bar.add_task(f"age-path {data} {model}/{sp}", total=hi - lo, lam=lam_range[0])
 
         def report(lam: float, n_events: int) -> None:
-            bar.update(task, completed=np.log(lam) - lo,
+            bar.update(task, completed=np.log(lam) - lo, lam=lam,
                        description=f"age-path {data} {model}/{sp} · {n_events} critical points")
 
         path = age_path(Xtr, ytr, model=model, sp=sp, sp_params=sp_params, lam_range=lam_range,
