@@ -85,6 +85,28 @@ def test_svm_matches_dual_qp(cancer_small, kernel):
     np.testing.assert_allclose(m.decision_function(p, X), ref.decision_function(X), atol=1e-6)
 
 
+@pytest.mark.parametrize("kernel", ["rbf", "linear", "precomputed"])
+def test_direct_libsvm_call_is_svc(cancer_small, kernel):
+    """``libsvm_fit`` (libsvm without scikit-learn's checks) returns what ``SVC.fit`` returns."""
+    from sklearn.metrics.pairwise import rbf_kernel
+    from sklearn.svm import SVC
+
+    from spl_bench.models.svm import libsvm_fit
+
+    X, y = cancer_small
+    X, y = X[:80], y[:80]
+    v = np.random.default_rng(3).uniform(0.05, 1.0, len(y))
+    A = rbf_kernel(X, X, gamma=0.2) if kernel == "precomputed" else X
+    sup, dual, b = libsvm_fit(A, y, v, 2.0, kernel, 0.2, 1e-7)
+    ref = SVC(C=2.0, kernel=kernel, gamma=0.2, tol=1e-7).fit(A, y, sample_weight=v)
+    np.testing.assert_array_equal(sup, ref.support_)
+    np.testing.assert_array_equal(dual, ref.dual_coef_.ravel())
+    assert b == ref.intercept_[0]
+    # and it is a solution: the decision values agree with the fitted SVC's
+    f = (rbf_kernel(X, X[sup], gamma=0.2) if kernel != "linear" else X @ X[sup].T) @ dual + b
+    np.testing.assert_allclose(f, ref.decision_function(A), atol=1e-10)
+
+
 def test_losses_and_objectives(diabetes, cancer_small):
     X, y = diabetes
     m = get_model("lasso", alpha=0.1)

@@ -53,7 +53,7 @@ class EngineOptions:
     rtol: float = 1e-7
     atol: float = 1e-9
     max_step: float = 0.25
-    delta: float = 1e-6  # relative offset of a warm start after a jump point
+    delta: float = 1e-5  # relative offset of a warm start after a jump point
     newton_tol: float = 1e-12  # relative residual of F
     event_tol: float = 1e-10  # relative tolerance of an event function
     max_events: int = 200_000
@@ -399,7 +399,7 @@ class _Tracker:
         self.n_restarts += 1
         o = self.o
         # cheapest first: the polish alone, from params with the sets re-derived at lam
-        if polish_first and self.try_polish(lam, params, rounds=10):
+        if polish_first and self.try_polish(lam, params, rounds=4):
             return True
         p = params
         v = self.sp.v_star(self.sys.losses(p), lam)
@@ -414,7 +414,7 @@ class _Tracker:
             v = v_new
             converged = dv <= o.acs_tol
             if converged or (dv < dv_prev and dv < 1e-2 and it >= next_try):
-                if self.try_polish(lam, p, rounds=20):
+                if self.try_polish(lam, p, rounds=4):
                     return True
                 if converged:
                     break
@@ -599,44 +599,51 @@ class _Tracker:
 
         Past its first crossing an index follows the continuation of the wrong sets and
         may cross back, so a root finder on the whole step could return a later root.
-        The step is scanned on a grid of the raw dense output for the first sign change
-        (cheap), the root there is found by ``brentq`` and refined with Newton-projected
-        evaluations ``H`` in a small bracket; projected ``brentq`` is the fallback.
+        The raw dense output is scanned on a grid for the first sign change, and that
+        grid cell again on a finer grid (two vectorised evaluations); the root there,
+        by linear interpolation, starts secant steps on the Newton-projected ``H``
+        until two points bracket the projected root, which regula falsi (Illinois)
+        then finds.  Projected ``brentq`` is the fallback.
         """
         sysm, tol = self.sys, self.o.event_tol
-
-        def H_raw(s: float) -> float:
-            hs = sysm.events(dense(s)[:-1], s, crossed)
-            return float(np.min(hs + tol * sysm.event_scale(s, crossed)))
-
         xtol = 1e-14 * max(1.0, b)
-        grid = np.linspace(a, b, 9)
+        tol_sc = tol * sysm.event_scale(b, crossed)  # the raw scan only seeds the projected search
+
+        def H_raw(s: Array) -> Array:
+            return np.min(sysm.events_many(dense(s)[:-1].T, s)[:, crossed] + tol_sc, axis=1)
+
         lo, hi = a, b
-        for k in range(1, grid.size):
-            if H_raw(grid[k]) < 0:
-                lo, hi = float(grid[k - 1]), float(grid[k])
-                break
-        if H_raw(lo) >= 0 > H_raw(hi):
-            t0 = brentq(H_raw, lo, hi, xtol=xtol, rtol=1e-15)
-            # the projected root is within the ODE error of t0: secant steps on the projected
-            # H from t0 (slope of the raw H) until two points bracket it, then regula falsi
-            ftol = 1e-3 * tol * float(np.min(sysm.event_scale(t0, crossed)))
-            slope = (H_raw(hi) - H_raw(lo)) / (hi - lo)
-            p, hp = t0, H(t0)
-            q = p - hp / slope if slope < 0 else p
-            for _ in range(6):
-                if abs(hp) <= ftol:
-                    return float(p)
-                q = float(min(max(q, lo), hi))
-                if q == p:
-                    break
-                hq = H(q)
-                if (hp >= 0) != (hq >= 0):
-                    (u, hu), (w, hw) = sorted([(p, hp), (q, hq)])
-                    if hu >= 0 > hw:
-                        return illinois(H, u, hu, w, hw, ftol=ftol, xtol=xtol)
-                    break  # H rises through 0 there: an earlier root, left to the fallback
-                q, p, hp = (q - hq * (q - p) / (hq - hp) if hq != hp else q), q, hq
+        grid = np.linspace(a, b, 17)
+        hg = H_raw(grid)
+        neg = np.flatnonzero(hg[1:] < 0)
+        if neg.size and hg[neg[0]] >= 0:
+            k = int(neg[0])
+            lo, hi = float(grid[k]), float(grid[k + 1])
+            fine = np.linspace(lo, hi, 17)
+            hf = H_raw(fine)
+            j = int(np.flatnonzero(hf[1:] < 0)[0]) if np.any(hf[1:] < 0) else 15
+            u, w, hu, hw = float(fine[j]), float(fine[j + 1]), float(hf[j]), float(hf[j + 1])
+            if hu >= 0 > hw:
+                # the projected root is within the ODE error of the raw one: secant steps on the
+                # projected H from the raw root (slope of the raw H) until two points bracket it
+                ftol = 1e-3 * tol * float(np.min(sysm.event_scale(u, crossed)))
+                slope = (hw - hu) / (w - u)
+                p = u - hu / slope
+                hp = H(p)
+                q = p - hp / slope
+                for _ in range(6):
+                    if abs(hp) <= ftol:
+                        return float(p)
+                    q = float(min(max(q, lo), hi))
+                    if q == p:
+                        break
+                    hq = H(q)
+                    if (hp >= 0) != (hq >= 0):
+                        (u, hu), (w, hw) = sorted([(p, hp), (q, hq)])
+                        if hu >= 0 > hw:
+                            return illinois(H, u, hu, w, hw, ftol=ftol, xtol=xtol)
+                        break  # H rises through 0 there: an earlier root, left to the fallback
+                    q, p, hp = (q - hq * (q - p) / (hq - hp) if hq != hp else q), q, hq
         if lo > a and H(lo) >= 0 > H(hi):
             return float(brentq(H, lo, hi, xtol=xtol, rtol=1e-15))
         return float(brentq(H, a, b, xtol=xtol, rtol=1e-15))

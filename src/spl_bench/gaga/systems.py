@@ -45,15 +45,13 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 import numpy as np
-import sklearn
 from numpy.typing import NDArray
 from scipy.special import expit
-from sklearn.svm import SVC
 
 from spl_bench.models import Model, Params
 from spl_bench.models.lasso import LassoModel
 from spl_bench.models.logistic import LogisticModel
-from spl_bench.models.svm import SVMModel, resolve_gamma
+from spl_bench.models.svm import SVMModel, libsvm_fit, resolve_gamma
 from spl_bench.sp import EASY, HARD, MIXED, SPRegularizer
 
 Array = NDArray[np.float64]
@@ -751,13 +749,9 @@ class SVMSystem(PathSystem):
         idx = np.flatnonzero(v > 0)
         if idx.size and np.unique(self.y[idx]).size == 2:
             K = self.Q[np.ix_(idx, idx)] * np.outer(self.y[idx], self.y[idx])
-            # inputs built here are finite and valid: skip scikit-learn's checks (~20 % of a fit)
-            with sklearn.config_context(assume_finite=True, skip_parameter_validation=True):
-                est = SVC(C=self.C, kernel="precomputed", tol=self.model.tol).fit(K, self.y[idx],
-                                                                                  sample_weight=v[idx])
-            sv = idx[est.support_]
-            a[sv] = np.asarray(est.dual_coef_, dtype=float).ravel() * self.y[sv]
-            b = float(est.intercept_[0])
+            support, dual, b = libsvm_fit(K, self.y[idx], v[idx], self.C, "precomputed", 0.0, self.model.tol)
+            sv = idx[support]
+            a[sv] = dual * self.y[sv]
             a = np.clip(a, 0.0, self.C * v)
         elif idx.size:  # one class only: the constant classifier of that class
             b = float(np.sign(self.y[idx][0]))

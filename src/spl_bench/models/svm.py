@@ -7,6 +7,8 @@ means ``1 / (n_features * Var X)`` as in scikit-learn.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import sklearn
 from sklearn.metrics.pairwise import linear_kernel, rbf_kernel
@@ -25,6 +27,57 @@ def resolve_gamma(gamma: float | str, X: Array) -> float:
         var = float(X.var())
         return 1.0 / (X.shape[1] * var) if var > 0 else 1.0
     return check_positive("svm gamma", gamma)
+
+
+try:  # libsvm as scikit-learn wraps it (private module: used only through libsvm_fit below)
+    from sklearn.svm import _libsvm
+except ImportError:  # pragma: no cover - another scikit-learn layout: SVC is used
+    _libsvm = None
+
+_FAST_LIBSVM = {"ok": _libsvm is not None}
+if _libsvm is not None:
+    _libsvm.set_verbosity_wrap(0)  # as SVC(verbose=False) sets before every fit
+
+
+def libsvm_fit(
+    X: Array, y: Array, sample_weight: Array, C: float, kernel: str, gamma: float, tol: float,
+    cache_size: float = 500.0,
+) -> tuple[Array, Array, float]:
+    """One weighted C-SVM fit by libsvm: ``(support, dual_coef, intercept)`` as ``SVC`` gives them.
+
+    ``y`` in {-1, +1} with both classes present; ``kernel`` is ``"rbf"``, ``"linear"`` or
+    ``"precomputed"`` (``X`` is then the kernel matrix); ``sample_weight > 0`` and
+    finite (the caller's checks).  ``dual_coef[k] = a_i y_i`` for ``i = support[k]``.
+
+    ACS calls this thousands of times on small problems, where scikit-learn's
+    input validation (target type, array checks) costs more than libsvm itself.
+    The same libsvm routine ``SVC.fit`` calls is called here directly, with the
+    arguments ``SVC.fit`` passes (classes encoded 0 / 1, signs flipped back as
+    ``SVC`` does for two classes), so the result is the same to the bit
+    (``tests/test_models.py``).  Both GAGA and the ACS baseline fit through
+    here.  If the private module's signature ever differs, ``SVC`` is used
+    instead, after one warning.
+    """
+    if _FAST_LIBSVM["ok"]:
+        try:
+            out = _libsvm.fit(
+                np.ascontiguousarray(X, dtype=np.float64), (np.asarray(y) > 0).astype(np.float64),
+                svm_type=0, sample_weight=np.ascontiguousarray(sample_weight, dtype=np.float64),
+                class_weight=np.empty(0), kernel=kernel, C=float(C), nu=0.5, probability=0,
+                degree=3, shrinking=1, tol=float(tol), cache_size=float(cache_size), coef0=0.0,
+                gamma=float(gamma), epsilon=0.1, max_iter=-1, random_seed=0,
+            )
+            support, dual, intercept = out[0], out[3], out[4]
+            return np.asarray(support, dtype=np.intp), -np.asarray(dual, dtype=float).ravel(), -float(intercept[0])
+        except (TypeError, ValueError, AttributeError) as exc:  # pragma: no cover - other versions
+            _FAST_LIBSVM["ok"] = False
+            warnings.warn(f"direct libsvm call unavailable ({exc}); using sklearn.svm.SVC", RuntimeWarning,
+                          stacklevel=2)
+    est = SVC(C=C, kernel=kernel, gamma=gamma if kernel != "precomputed" else "scale", tol=tol,
+              cache_size=cache_size, shrinking=True)
+    with sklearn.config_context(assume_finite=True, skip_parameter_validation=True):
+        est.fit(X, y, sample_weight=sample_weight)
+    return est.support_, np.asarray(est.dual_coef_, dtype=float).ravel(), float(est.intercept_[0])
 
 
 @REGISTRY.register("svm")
@@ -86,24 +139,13 @@ class SVMModel(Model):
         pos = v > 0
         b = 0.0
         if np.any(pos) and np.unique(y[pos]).size == 2:
-            est = SVC(
-                C=self.C,
-                kernel=self.kernel,
-                gamma=gamma,
-                tol=self.tol,
-                cache_size=self.cache_size,
-                shrinking=True,
-            )
             idx = np.flatnonzero(pos)
             Xi, vi = X[idx], v[idx]
             if not (np.isfinite(Xi).all() and np.isfinite(vi).all()):
                 raise FloatingPointError("non-finite features or weights passed to the weighted SVM fit")
-            # checked above; scikit-learn's own checks are ~20 % of a small fit, and ACS fits many
-            with sklearn.config_context(assume_finite=True, skip_parameter_validation=True):
-                est.fit(Xi, y[idx], sample_weight=vi)
-            sv = idx[est.support_]
-            a[sv] = np.asarray(est.dual_coef_, dtype=float).ravel() * y[sv]
-            b = float(est.intercept_[0])
+            support, dual, b = libsvm_fit(Xi, y[idx], vi, self.C, self.kernel, gamma, self.tol, self.cache_size)
+            sv = idx[support]
+            a[sv] = dual * y[sv]
             # clip tiny excursions outside the box [0, C v_i]
             a = np.clip(a, 0.0, self.C * v)
         elif np.any(pos):  # one class only: the constant classifier of that class
