@@ -34,7 +34,7 @@ from sklearn.model_selection import train_test_split
 from threadpoolctl import threadpool_limits
 
 from spl_bench.gaga import age_path
-from spl_bench.gaga.engine import ODE_SOLVERS, EngineOptions
+from spl_bench.gaga.engine import ODE_METHODS, EngineOptions
 from spl_bench.methods.acs import acs_solve, lambda_grid
 from spl_bench.models import get_model
 from spl_bench.sp import get_sp
@@ -152,7 +152,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="small versions (n <= 1000, lam_max <= 3)")
     ap.add_argument("--out", default="results/bench")
     ap.add_argument("--stem", default=None, help="output file stem (default gaga or gaga_quick)")
-    ap.add_argument("--method", default="LSODA", choices=sorted(ODE_SOLVERS), help="ODE solver of the engine")
+    ap.add_argument("--method", default="auto", choices=ODE_METHODS, help="ODE solver of the engine")
     ap.add_argument("--svm-max-n", type=int, default=None,
                     help="use only the first N training rows for the SVM case (the full case is hours)")
     ap.add_argument("--plot-only", action="store_true", help="redraw the scaling figure from the CSV and exit")

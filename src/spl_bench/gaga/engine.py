@@ -5,8 +5,9 @@ supplies ``F = 0`` (eq. (5)) for the current index sets, its Jacobians and its
 event functions; the engine
 
 1. starts from a converged ACS solution at ``lam_min`` (polished by Newton on ``F``);
-2. follows ``dtheta/dlam = -J_theta^{-1} J_lam`` (Theorem 3) with scipy's LSODA
-   stepper (tight tolerances, dense output), driven step by step so that all
+2. follows ``dtheta/dlam = -J_theta^{-1} J_lam`` (Theorem 3) with a scipy ODE
+   stepper (tight tolerances, dense output; by default RK45, handing a segment
+   over to LSODA when it looks stiff), driven step by step so that all
    set-boundary events are checked at once, vectorised, after each step;
 3. locates the first event inside a step with ``brentq`` on the step's dense
    output, moves the violating indices (appendix C) and checks that the new
@@ -49,12 +50,19 @@ Array = NDArray[np.float64]
 class EngineOptions:
     """Numerical settings of the engine."""
 
-    method: str = "LSODA"  # scipy OdeSolver: LSODA, BDF, RK45 or DOP853
+    # scipy OdeSolver: "auto" (RK45; LSODA from a segment's step ``stiff_steps`` on), LSODA, BDF,
+    # RK45 or DOP853
+    method: str = "auto"
+    stiff_steps: int = 40
     rtol: float = 1e-7
     atol: float = 1e-9
     max_step: float = 0.25
     delta: float = 1e-5  # relative offset of a warm start after a jump point
     newton_tol: float = 1e-12  # relative residual of F
+    # points are added inside a solver step until the Hermite interpolant of the recorded points
+    # (AgePath.at) matches the solver's dense output to this (relative to 1 + max |values|)
+    dense_tol: float = 1e-7
+    dense_max_depth: int = 4  # at most 2**depth - 1 added points per step
     event_tol: float = 1e-10  # relative tolerance of an event function
     max_events: int = 200_000
     acs_tol: float = 1e-7
@@ -118,6 +126,8 @@ INTERIOR = np.array([0.2, 0.4, 0.6, 0.8])
 
 #: scipy ODE solvers the engine can drive step by step (``EngineOptions.method``)
 ODE_SOLVERS: dict[str, type[OdeSolver]] = {"LSODA": LSODA, "BDF": BDF, "RK45": RK45, "DOP853": DOP853}
+#: accepted values of ``EngineOptions.method``
+ODE_METHODS = ("auto", *ODE_SOLVERS)
 
 
 class Factor:
@@ -270,6 +280,7 @@ class _Tracker:
         self.n_steps = 0
         self.n_rhs = 0
         self.n_failed_warm_starts = 0
+        self.n_stiff_switches = 0  # segments handed from RK45 to LSODA (method "auto")
         self.last_factor: Factor | None = None  # factorised J of the latest rhs evaluation
         self.last_sign = 0.0  # its sign of det J
         # ((lam, sets version), theta, rhs) of the latest rhs evaluation
@@ -509,10 +520,12 @@ class _Tracker:
         theta0 = sysm.theta()
         d0 = self.rhs(lam0, np.append(theta0, 0.0))[:-1]
         sign0 = self.last_sign
-        solver = ODE_SOLVERS[o.method](self.rhs, lam0, np.append(theta0, 0.0), lam_max, rtol=o.rtol,
-                                       atol=o.atol, max_step=o.max_step,
-                                       first_step=self.first_step(theta0, d0, lam0, lam_max))
+        name = "RK45" if o.method == "auto" else o.method
+        solver = ODE_SOLVERS[name](self.rhs, lam0, np.append(theta0, 0.0), lam_max, rtol=o.rtol,
+                                   atol=o.atol, max_step=o.max_step,
+                                   first_step=self.first_step(theta0, d0, lam0, lam_max))
         t_prev = lam0
+        n_seg_steps = 0
         while True:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -562,24 +575,86 @@ class _Tracker:
                 self.rhs(t_star, np.append(theta, 0.0))
                 if sign0 != 0 and self.last_sign != sign0:
                     return self.fold(t_prev, t_star, dense, sign0)
+                self.fill(t_star, dense)
                 return self.event(t_star, lam_max, bad)
             if res1 > 1e3 * o.newton_tol:  # no partial optimum at t1: the path ends (a fold)
                 return self.fold(t_prev, t1, dense, sign0, "the projection fails (fold of the path)")
-            # regular step: record the Newton-projected point
+            # regular step: record the Newton-projected point (and enough points inside for at())
             sysm.set_theta(theta1)
+            self.fill(t1, dense)
             self.record(t1)
             if sign0 != 0 and self.last_sign != sign0 and self.last_sign != 0:
                 return self.fold(t_prev, t1, dense, sign0)
+            if t1 - t_prev < 0.5 * o.max_step:  # a step limited by accuracy, not by max_step
+                n_seg_steps += 1
             t_prev = t1
             if solver.status == "finished":
                 return lam_max
+            if o.method == "auto" and name == "RK45" and n_seg_steps >= o.stiff_steps:
+                # an explicit method taking this many short steps without reaching a critical
+                # point: the path ODE may be stiff here; LSODA (stiffness detection, BDF) goes on
+                name = "LSODA"
+                self.n_stiff_switches += 1
+                solver = LSODA(self.rhs, t1, np.append(theta1, 0.0), lam_max, rtol=o.rtol, atol=o.atol,
+                               max_step=o.max_step)
+
+    def fill(self, t1: float, dense: Any) -> None:
+        """Record projected points inside ``(lams[-1], t1)`` where ``AgePath.at`` would be inaccurate.
+
+        ``at`` interpolates recorded points by cubic Hermite polynomials with the exact
+        derivatives; a long solver step (RK45 takes few) can leave it less accurate than
+        the ODE solution.  The interpolant's error at the middle of the interval is
+        estimated against the solver's dense output; above ``dense_tol`` the projected
+        middle point is recorded and both halves are checked again (``dense_max_depth``
+        levels).  The state at ``t1`` (current sets, the projected point) is restored.
+        """
+        o = self.o
+        if not self.lams or self.segs[-1] != self.seg or not self.lams[-1] < t1:
+            return
+        sysm = self.sys
+        theta1 = sysm.theta()
+        d1 = self.rhs(t1, np.append(theta1, 0.0))[:-1]
+        end = (t1, theta1, *sysm.full_vector(), *sysm.full_derivative(d1))
+        start = (self.lams[-1], None, self.vecs[-1], self.bs[-1], self.dvecs[-1], self.dbs[-1])
+
+        def full(theta: Array) -> tuple[Array, float]:
+            sysm.set_theta(theta)
+            return sysm.full_vector()
+
+        def check(a: tuple, b: tuple, depth: int) -> None:
+            ta, _, va, ba, dva, dba = a
+            tb, _, vb, bb, dvb, dbb = b
+            tm, h = 0.5 * (ta + tb), tb - ta
+            # cubic Hermite at s = 1/2: (va + vb) / 2 + h (dva - dvb) / 8
+            herm = 0.5 * (va + vb) + 0.125 * h * (dva - dvb)
+            hb = 0.5 * (ba + bb) + 0.125 * h * (dba - dbb)
+            raw = dense(tm)[:-1]
+            vm, bm = full(raw)
+            scale = 1.0 + float(np.abs(vm).max(initial=0.0))
+            if max(float(np.abs(herm - vm).max(initial=0.0)), abs(hb - bm)) <= o.dense_tol * scale:
+                return
+            thm, res = self.newton(raw, tm, chord=self.last_factor)
+            if res > 1e3 * o.newton_tol:  # leave it to the caller's checks
+                return
+            sysm.set_theta(thm)
+            dm = self.rhs(tm, np.append(thm, 0.0))[:-1]
+            mid = (tm, thm, *sysm.full_vector(), *sysm.full_derivative(dm))
+            if depth > 1:
+                check(a, mid, depth - 1)
+            sysm.set_theta(thm)
+            self.record(tm, deriv=(mid[4], mid[5]))
+            if depth > 1:
+                check(mid, b, depth - 1)
+
+        check(start, end, o.dense_max_depth)
+        sysm.set_theta(theta1)
 
     def first_step(self, theta: Array, d: Array, lam: float, lam_max: float) -> float | None:
-        """Initial step for LSODA: a little past the first event predicted along ``d``.
+        """Initial step of a segment: a little past the first event predicted along ``d``.
 
-        A restarted LSODA would otherwise begin with a tiny first-order step and
-        need many steps to reach the next critical point; critical points are often
-        much closer together than ``max_step``.  Overshooting is harmless: a crossing
+        A restarted solver would otherwise begin with a tiny step (LSODA: of first
+        order) and need many steps to reach the next critical point; critical points
+        are often much closer together than ``max_step``.  Overshooting is harmless: a crossing
         inside the step is located on its dense output.
         """
         eps = 1e-7 * max(1.0, lam)
@@ -853,8 +928,8 @@ def age_path(
     if not lam_min < lam_max:
         raise ConfigError(f"lam_range must be increasing, got {lam_range}")
     opts = options or EngineOptions()
-    if opts.method not in ODE_SOLVERS:
-        raise ConfigError(f"unknown ODE solver {opts.method!r}; choose one of {', '.join(sorted(ODE_SOLVERS))}")
+    if opts.method not in ODE_METHODS:
+        raise ConfigError(f"unknown ODE solver {opts.method!r}; choose one of {', '.join(ODE_METHODS)}")
     groups = ColumnGroups.find(X) if mdl.name == "lasso" else None
     if groups is not None and groups.trivial:
         groups = None
@@ -881,6 +956,8 @@ def age_path(
         "n_rhs": tr.n_rhs,
         "n_singular": tr.n_singular,
         "n_failed_warm_starts": tr.n_failed_warm_starts,
+        "ode_method": opts.method,
+        "n_stiff_switches": tr.n_stiff_switches,
     }
     if mdl.name == "svm":
         meta["kernel_gamma"] = float(system.gamma)  # type: ignore[attr-defined]

@@ -543,8 +543,8 @@ class SVMSystem(PathSystem):
         assert isinstance(model, SVMModel)
         self.C = model.C
         self.gamma = resolve_gamma(model.gamma, X)
-        K = model.kernel_matrix(X, X, self.gamma)
-        self.Q = np.ascontiguousarray(K * np.outer(y, y))
+        self.K = np.ascontiguousarray(model.kernel_matrix(X, X, self.gamma))  # for libsvm (ACS steps)
+        self.Q = np.ascontiguousarray(self.K * np.outer(y, y))
         self.n_events = 2 * self.n
         self._cache: dict[str, Any] = {}
 
@@ -748,7 +748,7 @@ class SVMSystem(PathSystem):
         b = 0.0
         idx = np.flatnonzero(v > 0)
         if idx.size and np.unique(self.y[idx]).size == 2:
-            K = self.Q[np.ix_(idx, idx)] * np.outer(self.y[idx], self.y[idx])
+            K = self.K if idx.size == self.n else self.K[np.ix_(idx, idx)]
             support, dual, b = libsvm_fit(K, self.y[idx], v[idx], self.C, "precomputed", 0.0, self.model.tol)
             sv = idx[support]
             a[sv] = dual * self.y[sv]

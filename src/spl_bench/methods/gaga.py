@@ -30,8 +30,9 @@ class GAGA(SPLEstimator):
     max_candidates : int
         Cap on the number of recorded points used as candidates (evenly thinned;
         critical points are always kept).
-    ode_method : {"LSODA", "BDF", "RK45", "DOP853"}
-        The scipy ODE solver that follows the path between critical points.
+    ode_method : {"auto", "LSODA", "BDF", "RK45", "DOP853"}
+        The scipy ODE solver that follows the path between critical points; ``"auto"``
+        is RK45, handing a segment over to LSODA when it takes many short steps.
     rtol, atol, max_step : float
         ODE solver settings.
     acs_extrapolate : bool
@@ -49,7 +50,7 @@ class GAGA(SPLEstimator):
         lam_max: float = 20.0,
         n_grid: int = 400,
         max_candidates: int = 3000,
-        ode_method: str = "LSODA",
+        ode_method: str = "auto",
         rtol: float = 1e-7,
         atol: float = 1e-9,
         max_step: float = 0.25,
