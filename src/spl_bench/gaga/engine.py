@@ -685,7 +685,7 @@ class _Tracker:
         tol_sc = tol * sysm.event_scale(b, crossed)  # the raw scan only seeds the projected search
 
         def H_raw(s: Array) -> Array:
-            return np.min(sysm.events_many(dense(s)[:-1].T, s)[:, crossed] + tol_sc, axis=1)
+            return np.min(sysm.events_many(dense(s)[:-1].T, s, crossed) + tol_sc, axis=1)
 
         lo, hi = a, b
         grid = np.linspace(a, b, 17)

@@ -180,9 +180,9 @@ class PathSystem(ABC):
     def events(self, theta: Array, lam: float, idx: NDArray[np.intp] | None = None) -> Array:
         """Event functions, ``>= 0`` while the current sets are valid (only positions ``idx`` if given)."""
 
-    def events_many(self, thetas: Array, lams: Array) -> Array:
+    def events_many(self, thetas: Array, lams: Array, idx: NDArray[np.intp] | None = None) -> Array:
         """:meth:`events` at several points at once: row ``j`` at ``(thetas[j], lams[j])``."""
-        return np.array([self.events(th, float(lam)) for th, lam in zip(thetas, lams, strict=True)])
+        return np.array([self.events(th, float(lam), idx) for th, lam in zip(thetas, lams, strict=True)])
 
     @abstractmethod
     def event_scale(self, lam: float, idx: NDArray[np.intp] | None = None) -> Array:
@@ -448,23 +448,47 @@ class GLMSystem(PathSystem):
             h = np.concatenate([hf, h1, h2])
         return h if idx is None else h[idx]
 
-    def events_many(self, thetas: Array, lams: Array) -> Array:
-        """Vectorised :meth:`events` (one matrix product for all points)."""
+    def events_many(self, thetas: Array, lams: Array, idx: NDArray[np.intp] | None = None) -> Array:
+        """Vectorised :meth:`events` (one matrix product for all points).
+
+        With ``idx`` (and no inactive feature among them) only the rows of the samples
+        involved are used, as in :meth:`events`.
+        """
         k = int(self.active.sum())
+        off = self.d if self.lasso else 0
+        th = np.array([self.sp.thresholds(float(lam)) for lam in lams])
+        if idx is not None and not np.any(~self.active[idx[idx < off]]):
+            out = np.empty((lams.size, idx.size))
+            feat = idx < off
+            if np.any(feat):
+                pos = np.cumsum(self.active) - 1
+                out[:, feat] = self.sign[idx[feat]] * thetas[:, pos[idx[feat]]]
+            smp = ~feat
+            if np.any(smp):
+                q = idx[smp] - off
+                i = q % self.n
+                Zs = thetas[:, :k] @ self._XA()[i].T
+                if not self.lasso:
+                    Zs += thetas[:, k:k + 1]
+                ell, _, _ = self._loss(Zs, self.y[i])
+                h1, h2 = self._sample_events(ell, self.code[i], th[:, :1], th[:, 1:])
+                out[:, smp] = np.where(q >= self.n, h2, h1)
+            return out
         Z = thetas[:, :k] @ self._XA().T
         if not self.lasso:
             Z += thetas[:, k:k + 1]
         ell, l1, _ = self._loss(Z)
-        th = np.array([self.sp.thresholds(float(lam)) for lam in lams])
         h1, h2 = self._sample_events(ell, None, th[:, :1], th[:, 1:])
         if not self.lasso:
-            return np.hstack([h1, h2])
-        hf = np.empty((lams.size, self.d))
-        hf[:, self.active] = self.sign[self.active] * thetas[:, :k]
-        if k < self.d:
-            U = sp_v(self.sp, ell, self.code, lams[:, None])
-            hf[:, ~self.active] = 1.0 - np.abs((U * l1) @ self._X_inactive()) / self.lev
-        return np.hstack([hf, h1, h2])
+            h = np.hstack([h1, h2])
+        else:
+            hf = np.empty((lams.size, self.d))
+            hf[:, self.active] = self.sign[self.active] * thetas[:, :k]
+            if k < self.d:
+                U = sp_v(self.sp, ell, self.code, lams[:, None])
+                hf[:, ~self.active] = 1.0 - np.abs((U * l1) @ self._X_inactive()) / self.lev
+            h = np.hstack([hf, h1, h2])
+        return h if idx is None else h[:, idx]
 
     def event_scale(self, lam: float, idx: NDArray[np.intp] | None = None) -> Array:
         """(Cached for the latest age, sets and coefficient size: do not modify the result.)"""
@@ -695,8 +719,11 @@ class SVMSystem(PathSystem):
         h1, h2 = self._sample_events(self._g(theta), a, self.code, lam)
         return np.concatenate([h1, h2])
 
-    def events_many(self, thetas: Array, lams: Array) -> Array:
-        """Vectorised :meth:`events` (one matrix product for all margins)."""
+    def events_many(self, thetas: Array, lams: Array, idx: NDArray[np.intp] | None = None) -> Array:
+        """Vectorised :meth:`events` (one matrix product for all margins; with ``idx``, the
+        rows of the samples involved, point by point)."""
+        if idx is not None:
+            return super().events_many(thetas, lams, idx)
         k = self.ifree.size
         G = 1.0 - thetas[:, :k] @ self._Qcols().T - np.outer(thetas[:, k], self.y) - self._cache["Qpe"]
         A = np.repeat(self.a[None, :], lams.size, axis=0)
