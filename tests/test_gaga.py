@@ -329,6 +329,8 @@ def test_bad_input_gives_clear_errors():
         age_path(X, y, model="nope", sp="linear")
     with pytest.raises(ConfigError):
         GAGA(lam_min=3.0, lam_max=1.0).fit(X, y)
+    with pytest.raises(ConfigError, match="jump_delta"):
+        GAGA(jump_delta=0.0).fit(X, y)
 
 
 # ------------------------------------------------------------------ estimator

@@ -272,3 +272,18 @@ def test_path_command_rejects_a_bad_age_range_with_a_clear_message(tmp_path, cap
     assert code != 0
     err = capsys.readouterr().err
     assert "lam_min" in err and "Traceback" not in err
+
+
+def test_path_command_takes_the_ode_method_and_rejects_an_unknown_one(tmp_path, capsys):
+    from spl_bench.gaga.path import AgePath
+    from spl_bench.runner.cli import main
+
+    code = main(["path", "data=diabetes", "lam_min=0.5", "lam_max=1.0", "ode_method=LSODA", f"out={tmp_path}",
+                 "progress=false"])
+    assert code == 0
+    assert AgePath.load(tmp_path / "diabetes_lasso_linear.npz").meta["ode_method"] == "LSODA"
+    code = main(["path", "data=diabetes", "lam_min=0.5", "lam_max=1.0", "ode_method=Euler", f"out={tmp_path}",
+                 "progress=false"])
+    assert code != 0
+    err = capsys.readouterr().err
+    assert "Euler" in err and "Traceback" not in err

@@ -35,6 +35,9 @@ class GAGA(SPLEstimator):
         is RK45, handing a segment over to LSODA when it takes many short steps.
     rtol, atol, max_step : float
         ODE solver settings.
+    jump_delta : float
+        The warm start after a jump point is at ``lam + jump_delta * max(1, lam)`` (GAGA
+        Algorithm 2, line 8: "a small delta").
     acs_extrapolate : bool
         Over-relaxed ACS in the warm starts after jumps (lasso, logistic): faster, but the
         point after a jump may differ from plain ACS's (off by default; ``docs/gaga.md``).
@@ -54,6 +57,7 @@ class GAGA(SPLEstimator):
         rtol: float = 1e-7,
         atol: float = 1e-9,
         max_step: float = 0.25,
+        jump_delta: float = 1e-5,
         acs_extrapolate: bool = False,
     ) -> None:
         super().__init__(model=model, model_params=model_params, sp=sp, sp_params=sp_params)
@@ -65,6 +69,7 @@ class GAGA(SPLEstimator):
         self.rtol = rtol
         self.atol = atol
         self.max_step = max_step
+        self.jump_delta = jump_delta
         self.acs_extrapolate = acs_extrapolate
 
     def _fit(self, X: Array, y: Array) -> None:
@@ -73,7 +78,8 @@ class GAGA(SPLEstimator):
         if lam_min >= lam_max:
             raise ConfigError(f"lam_min ({lam_min}) must be smaller than lam_max ({lam_max})")
         opts = EngineOptions(method=str(self.ode_method), rtol=float(self.rtol), atol=float(self.atol),
-                             max_step=float(self.max_step), acs_extrapolate=bool(self.acs_extrapolate))
+                             max_step=float(self.max_step), delta=check_positive("jump_delta", self.jump_delta),
+                             acs_extrapolate=bool(self.acs_extrapolate))
         path = age_path(X, y, model=self.model_, sp=self._make_sp(), lam_range=(lam_min, lam_max),
                         options=opts)
         self.path_ = path

@@ -4,7 +4,7 @@ Usage (``key=value`` arguments, Hydra-style names)::
 
     spl-bench path model=lasso sp=linear data=diabetes [alpha=0.005] [C=1] [gamma=0.5]
                    [sp_gamma=0.5] [lam_min=0.1] [lam_max=20] [seed=40] [out=results/path]
-                   [progress=true]
+                   [ode_method=auto] [progress=true]
 
 The data are split train:test 3:1 (seed), 20 % of the training rows held out for
 validation, features (and a regression target) standardised on the training rows.
@@ -45,7 +45,7 @@ def _num(v: str) -> float | str:
 def main(argv: list[str]) -> int:
     from spl_bench.data.loaders import load_dataset
     from spl_bench.data.preprocess import scale_split
-    from spl_bench.gaga import age_path
+    from spl_bench.gaga import EngineOptions, age_path
     from spl_bench.gaga.plots import plot_age_path, plot_critical_histogram, plot_learning_curve
     from spl_bench.models import Params, get_model
 
@@ -88,7 +88,7 @@ def main(argv: list[str]) -> int:
                        description=f"age-path {data} {model}/{sp} · {n_events} critical points")
 
         path = age_path(Xtr, ytr, model=model, sp=sp, sp_params=sp_params, lam_range=lam_range,
-                        progress=report, **mparams)
+                        options=EngineOptions(method=str(a.get("ode_method", "auto"))), progress=report, **mparams)
     stem = f"{data}_{model}_{sp}"
     f = path.save(out / f"{stem}.npz")
     mdl = get_model(model, **mparams)
