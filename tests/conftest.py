@@ -11,6 +11,13 @@ from sklearn.datasets import load_breast_cancer, load_diabetes
 
 from spl_bench.paths import repo_root
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # one BLAS thread per test worker: with two workers on two cores, multithreaded BLAS
+    # oversubscribes the machine and small products slow down many times over
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1)
+
 
 def shared_data_dir() -> Path | None:
     env = os.environ.get("SPL_BENCH_DATA_DIR")

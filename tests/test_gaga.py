@@ -321,6 +321,34 @@ def test_singular_jacobian_falls_back_to_least_squares():
     assert not singular and sign == -1.0 and np.allclose(x, [1.0, -1.0])
 
 
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), k=st.integers(2, 9), dup=st.integers(1, 3))
+def test_duplicated_rows_and_columns_give_the_minimum_norm_solution(seed, k, dup):
+    """A J with groups of equal rows and equal columns (duplicated samples on the margin): the
+    merged LU solve equals the pseudo-inverse solution, for a consistent and an inconsistent
+    right-hand side (least squares)."""
+    from spl_bench.gaga.engine import Factor
+
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(k, k)) + k * np.eye(k)
+    idx = np.concatenate([np.arange(k), rng.integers(0, k, size=dup)])  # some indices repeated
+    J = A[np.ix_(idx, idx)]
+    rng.shuffle(perm := np.arange(idx.size))
+    J = J[np.ix_(perm, perm)]
+    f = Factor(J)
+    assert f.singular and f.sign == 0.0 and f.merged is not None
+    # the groups passed on to the next factor: used when they hold, ignored when they do not
+    J2 = J + 1e-3 * (J != 0) * np.add.outer(idx[perm], idx[perm])  # same duplicate structure
+    hinted = Factor(J2, hint=f.groups)
+    J3 = J2 + np.diag(np.arange(idx.size) * 1e-2)  # duplicates broken: non-singular
+    unhinted = Factor(J3, hint=f.groups)
+    assert not unhinted.singular and unhinted.merged is None
+    for rhs in (J @ rng.normal(size=idx.size), rng.normal(size=idx.size)):
+        np.testing.assert_allclose(f.solve(rhs), np.linalg.pinv(J) @ rhs, rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(hinted.solve(rhs), np.linalg.pinv(J2) @ rhs, rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(unhinted.solve(rhs), np.linalg.solve(J3, rhs), rtol=1e-8, atol=1e-10)
+
+
 def test_bad_input_gives_clear_errors():
     X, y = reg_data(n=20)
     with pytest.raises(ConfigError):

@@ -135,29 +135,51 @@ class Factor:
 
     GAGA appendix A.2.  ``singular`` tells whether the fallback is used, ``sign``
     is the sign of ``det J`` (0 when singular).  Solutions are never NaN.
+
+    The common singular case is duplicated training rows (mfeat-pixel has some): two
+    identical samples on the margin give ``J`` two equal rows and two equal columns,
+    and only the sum of their unknowns is determined.  Such groups are merged (one
+    row, one column), the reduced system is LU-factorised, and each group's sum is
+    split equally: the minimum-norm solution, as the least-squares fallback would
+    give, at the cost of an LU.  Anything else singular goes to LAPACK ``gelsy``.
     """
 
-    def __init__(self, J: Array) -> None:
+    def __init__(self, J: Array, hint: tuple[NDArray[np.intp], Array, NDArray[np.intp]] | None = None) -> None:
         self.J = J
         self.lu: tuple[Array, NDArray[np.int32]] | None = None
+        # (group of each index, group sizes, LU of the merged system, representative of each group)
+        self.merged: tuple[NDArray[np.intp], Array, tuple[Array, NDArray[np.int32]], NDArray[np.intp]] | None = None
         self.sign = 0.0
         if J.shape[0] == 0:
             self.sign = 1.0
             return
+        # the groups of the previous factor (``hint``: the sets, hence the duplicated
+        # samples on the margin, rarely change between consecutive systems): if they still
+        # hold, J is singular and the merged LU is all that is needed
+        if hint is not None and _groups_hold(J, *hint):
+            lu_m = _lu(np.ascontiguousarray(J[np.ix_(hint[2], hint[2])]))
+            if lu_m is not None:
+                self.merged = (hint[0], hint[1], lu_m, hint[2])
+                return
         # LAPACK getrf directly: the scipy.linalg wrappers cost more than the factorisation
         # of the small systems of a path (tens of microseconds per call, many thousand calls)
-        lu, piv, info = dgetrf(J)
-        if info < 0 or not np.isfinite(lu).all():
-            return
-        adg = np.abs(np.diag(lu))
-        if adg.min() > 1e-13 * max(adg.max(), 1e-300):
-            self.lu = (lu, piv)
+        lu = _lu(J)
+        if lu is not None:
+            self.lu = lu
+            piv = lu[1]
             parity = int(np.count_nonzero(piv != np.arange(piv.size))) % 2
-            self.sign = float(np.prod(np.sign(np.diag(lu)))) * (-1.0 if parity else 1.0)
+            self.sign = float(np.prod(np.sign(np.diag(lu[0])))) * (-1.0 if parity else 1.0)
+        elif np.isfinite(J).all():
+            self.merged = _merge_duplicates(J)
 
     @property
     def singular(self) -> bool:
         return self.lu is None and self.J.shape[0] > 0
+
+    @property
+    def groups(self) -> tuple[NDArray[np.intp], Array, NDArray[np.intp]] | None:
+        """The merged groups (a ``hint`` for the next factor), if any."""
+        return None if self.merged is None else (self.merged[0], self.merged[1], self.merged[3])
 
     def solve(self, rhs: Array) -> Array:
         if self.J.shape[0] == 0:
@@ -168,11 +190,73 @@ class Factor:
                 return x
         if not np.isfinite(rhs).all() or not np.isfinite(self.J).all():
             return np.zeros(self.J.shape[0])
+        if self.merged is not None:
+            group, size, lu, _ = self.merged
+            u, info = dgetrs(lu[0], lu[1], np.bincount(group, weights=rhs) / size)
+            if info == 0 and np.isfinite(u).all():
+                return u[group] / size[group]
         try:  # minimum-norm least squares by a complete orthogonal factorisation (LAPACK gelsy)
             x = sla.lstsq(self.J, rhs, cond=1e-12, lapack_driver="gelsy", check_finite=False)[0]
         except (ValueError, np.linalg.LinAlgError):
             x = np.zeros(self.J.shape[0])
         return np.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0)
+
+
+def _lu(J: Array) -> tuple[Array, NDArray[np.int32]] | None:
+    """``getrf`` of ``J``, or ``None`` if ``J`` is singular to working precision."""
+    lu, piv, info = dgetrf(J)
+    if info < 0 or not np.isfinite(lu).all():
+        return None
+    adg = np.abs(np.diag(lu))
+    if adg.min() > 1e-13 * max(adg.max(), 1e-300):
+        return lu, piv
+    return None
+
+
+def _groups_hold(J: Array, group: NDArray[np.intp], size: Array, keep: NDArray[np.intp]) -> bool:
+    """Do the rows and the columns of ``J`` within each group agree (to 1e-12 of ``max |J|``)?"""
+    if group.size != J.shape[0] or not np.isfinite(J).all():
+        return False
+    other = np.flatnonzero(keep[group] != np.arange(group.size))  # non-representative indices
+    rep = keep[group[other]]
+    tol = 1e-12 * float(np.abs(J).max())
+    return bool(np.all(np.abs(J[other] - J[rep]) <= tol) and np.all(np.abs(J[:, other] - J[:, rep]) <= tol))
+
+
+def _merge_duplicates(
+    J: Array,
+) -> tuple[NDArray[np.intp], Array, tuple[Array, NDArray[np.int32]], NDArray[np.intp]] | None:
+    """Groups of equal rows that are also groups of equal columns, and the LU of the merged system.
+
+    Rows (columns) are equal when they agree to 1e-12 of ``max |J|`` (kernel values of
+    identical samples can differ in the last bit).  Returns ``(group of each index,
+    group sizes, LU of J[keep, keep], keep)`` if that merged matrix is non-singular, else
+    ``None``.
+    """
+    scale = float(np.abs(J).max())
+    if not scale > 0:
+        return None
+    n = J.shape[0]
+    key = np.round(J / (1e-12 * scale)).astype(np.int64)
+    # rows (columns) grouped by a random integer hash (exact, order-independent sums modulo
+    # 2**64), then checked entry by entry
+    probe = np.random.default_rng(n).integers(1, 2**31, size=n)
+    _, keep_r, group = np.unique((key * probe).sum(axis=1), return_index=True, return_inverse=True)
+    if keep_r.size == n:
+        return None
+    _, group_c = np.unique((key * probe[:, None]).sum(axis=0), return_inverse=True)
+    group, group_c = np.asarray(group).ravel(), np.asarray(group_c).ravel()
+    if group_c.max() + 1 != keep_r.size:
+        return None
+    label = np.empty(keep_r.size, dtype=np.intp)
+    label[group_c] = group  # row group of each column group (if the partitions agree)
+    if (not np.array_equal(label[group_c], group) or not np.array_equal(key, key[keep_r[group]])
+            or not np.array_equal(key, key[:, keep_r[group]])):
+        return None
+    lu = _lu(np.ascontiguousarray(J[np.ix_(keep_r, keep_r)]))
+    if lu is None:
+        return None
+    return group, np.bincount(group).astype(float), lu, keep_r
 
 
 def solve_linear(J: Array, rhs: Array) -> tuple[Array, bool, float]:
@@ -282,6 +366,7 @@ class _Tracker:
         self.n_failed_warm_starts = 0
         self.n_stiff_switches = 0  # segments handed from RK45 to LSODA (method "auto")
         self.last_factor: Factor | None = None  # factorised J of the latest rhs evaluation
+        self._merge_hint: tuple[NDArray[np.intp], Array, NDArray[np.intp]] | None = None  # Factor.groups
         self.last_sign = 0.0  # its sign of det J
         # ((lam, sets version), theta, rhs) of the latest rhs evaluation
         self._rhs_memo: tuple[tuple[float, int], Array, Array] | None = None
@@ -296,7 +381,8 @@ class _Tracker:
             return memo[2].copy()  # the same point again (recorded, then continued from)
         self.n_rhs += 1
         J, Jl = self.sys.jacobians(theta, lam)
-        f = Factor(J)
+        f = Factor(J, hint=self._merge_hint)
+        self._merge_hint = f.groups if f.groups is not None else self._merge_hint
         self.last_factor, self.last_sign = f, f.sign
         if f.singular:
             self.n_singular += 1
@@ -524,7 +610,7 @@ class _Tracker:
         solver = ODE_SOLVERS[name](self.rhs, lam0, np.append(theta0, 0.0), lam_max, rtol=o.rtol,
                                    atol=o.atol, max_step=o.max_step,
                                    first_step=self.first_step(theta0, d0, lam0, lam_max))
-        t_prev = lam0
+        t_prev, theta_prev = lam0, theta0  # the step start and its projected point
         n_seg_steps = 0
         while True:
             with warnings.catch_warnings():
@@ -555,7 +641,9 @@ class _Tracker:
             if bad.size:
                 chord = Factor(sysm.jacobians(theta1, t_end)[0])
 
-                memo: dict[float, tuple[float, Array]] = {}  # age -> (H, projected point)
+                # age -> (H, projected point); the step start's projected point is known
+                hs0 = sysm.events(theta_prev, t_prev, bad) + o.event_tol * sysm.event_scale(t_prev, bad)
+                memo: dict[float, tuple[float, Array]] = {t_prev: (float(np.min(hs0)), theta_prev)}
 
                 def H(s: float, _c: NDArray[np.intp] = bad, _d: Any = dense, _f: Factor = chord,
                       _m: dict[float, tuple[float, Array]] = memo) -> float:
@@ -587,7 +675,7 @@ class _Tracker:
                 return self.fold(t_prev, t1, dense, sign0)
             if t1 - t_prev < 0.5 * o.max_step:  # a step limited by accuracy, not by max_step
                 n_seg_steps += 1
-            t_prev = t1
+            t_prev, theta_prev = t1, theta1
             if solver.status == "finished":
                 return lam_max
             if o.method == "auto" and name == "RK45" and n_seg_steps >= o.stiff_steps:

@@ -313,7 +313,14 @@ class GLMSystem(PathSystem):
         return self._cache["XL"], self._cache["yL"], self._cache["cL"]
 
     def _live_terms(self, theta: Array, lam: float) -> tuple[Array, Array, Array, Array, Array, Array]:
-        """``X_A``, ``ell'``, ``ell''``, ``v``, ``dv/dell``, ``dv/dlam`` on the live samples."""
+        """``X_A``, ``ell'``, ``ell''``, ``v``, ``dv/dell``, ``dv/dlam`` on the live samples.
+
+        Memoised for the latest point (per sets): the residual and the Jacobians are often
+        evaluated at the same point (a Newton-projected point, then the derivative there).
+        """
+        hit = self._cache.get("terms")
+        if hit is not None and hit[0] == lam and np.array_equal(hit[1], theta):
+            return hit[2]
         XL, yL, cL = self._live()
         k = XL.shape[1]
         z = XL @ theta[:k]
@@ -321,7 +328,9 @@ class GLMSystem(PathSystem):
             z = z + theta[k]
         ell, l1, l2 = self._loss(z, yL)
         v, dl, dlam = sp_weights(self.sp, ell, cL, lam)
-        return XL, l1, l2, v, dl, dlam
+        out = (XL, l1, l2, v, dl, dlam)
+        self._cache["terms"] = (lam, theta.copy(), out)
+        return out
 
     def _phi_T(self, u: Array, XA: Array | None = None) -> Array:
         """``Phi^T u`` (over all samples, or over the rows of ``XA``)."""
@@ -775,7 +784,7 @@ class SVMSystem(PathSystem):
         b = 0.0
         idx = np.flatnonzero(v > 0)
         if idx.size and np.unique(self.y[idx]).size == 2:
-            K = self.K if idx.size == self.n else self.K[np.ix_(idx, idx)]
+            K = self._kernel_rows(idx)
             support, dual, b = libsvm_fit(K, self.y[idx], v[idx], self.C, "precomputed", 0.0, self.model.tol)
             sv = idx[support]
             a[sv] = dual * self.y[sv]
@@ -783,6 +792,18 @@ class SVMSystem(PathSystem):
         elif idx.size:  # one class only: the constant classifier of that class
             b = float(np.sign(self.y[idx][0]))
         return Params(dual_coef=a, intercept=b, X_fit=self.X, y_fit=self.y, extra={"gamma": self.gamma})
+
+    def _kernel_rows(self, idx: NDArray[np.intp]) -> Array:
+        """``K[idx, idx]`` for libsvm, kept for the next call: during ACS the samples with
+        ``v > 0`` seldom change, and the copy costs a third of a fit at n = 1,500."""
+        if idx.size == self.n:
+            return self.K
+        last = getattr(self, "_K_sub", None)
+        if last is not None and np.array_equal(last[0], idx):
+            return last[1]
+        sub = self.K[np.ix_(idx, idx)]
+        self._K_sub = (idx, sub)
+        return sub
 
     def losses(self, params: Params) -> Array:
         return self.C * np.maximum(0.0, 1.0 - self.Q @ params.dual_coef - self.y * params.intercept)
