@@ -9,12 +9,12 @@ event functions; the engine
    stepper (tight tolerances, dense output; by default RK45, handing a segment
    over to LSODA when it looks stiff), driven step by step so that all
    set-boundary events are checked at once, vectorised, after each step;
-3. locates the first event inside a step with ``brentq`` on the step's dense
-   output, moves the violating indices (appendix C) and checks that the new
-   sets give a valid continuation (the KKT conditions of the v*-weighted
-   problem keep holding: residual of ``F`` unchanged and every event function
-   non-negative just after the point).  If so it is a *turning point*;
-   otherwise a *jump point*: ACS is warm-started at ``lam + delta`` and a
+3. locates the first event inside a step on the step's dense output (grid scans,
+   then secant / regula falsi on Newton-projected points), moves the violating
+   indices (appendix C) and checks that the new sets give a valid continuation
+   (the KKT conditions of the v*-weighted problem keep holding: residual of ``F``
+   unchanged and every event function non-negative just after the point).  If so
+   it is a *turning point*; otherwise a *jump point*: ACS is warm-started at ``lam + delta`` and a
    restart is counted.  A sign change of ``det J`` (a fold of the path) or a
    solver failure is also a jump point.
 
@@ -156,7 +156,7 @@ class Factor:
         # the groups of the previous factor (``hint``: the sets, hence the duplicated
         # samples on the margin, rarely change between consecutive systems): if they still
         # hold, J is singular and the merged LU is all that is needed
-        if hint is not None and _groups_hold(J, *hint):
+        if hint is not None and _groups_hold(J, hint[0], hint[2]):
             lu_m = _lu(np.ascontiguousarray(J[np.ix_(hint[2], hint[2])]))
             if lu_m is not None:
                 self.merged = (hint[0], hint[1], lu_m, hint[2])
@@ -213,7 +213,7 @@ def _lu(J: Array) -> tuple[Array, NDArray[np.int32]] | None:
     return None
 
 
-def _groups_hold(J: Array, group: NDArray[np.intp], size: Array, keep: NDArray[np.intp]) -> bool:
+def _groups_hold(J: Array, group: NDArray[np.intp], keep: NDArray[np.intp]) -> bool:
     """Do the rows and the columns of ``J`` within each group agree (to 1e-12 of ``max |J|``)?"""
     if group.size != J.shape[0] or not np.isfinite(J).all():
         return False
@@ -238,25 +238,18 @@ def _merge_duplicates(
         return None
     n = J.shape[0]
     key = np.round(J / (1e-12 * scale)).astype(np.int64)
-    # rows (columns) grouped by a random integer hash (exact, order-independent sums modulo
-    # 2**64), then checked entry by entry
+    # rows grouped by a random integer hash (exact, order-independent sums modulo 2**64);
+    # the groups are then checked entry by entry, rows and columns
     probe = np.random.default_rng(n).integers(1, 2**31, size=n)
     _, keep_r, group = np.unique((key * probe).sum(axis=1), return_index=True, return_inverse=True)
-    if keep_r.size == n:
-        return None
-    _, group_c = np.unique((key * probe[:, None]).sum(axis=0), return_inverse=True)
-    group, group_c = np.asarray(group).ravel(), np.asarray(group_c).ravel()
-    if group_c.max() + 1 != keep_r.size:
-        return None
-    label = np.empty(keep_r.size, dtype=np.intp)
-    label[group_c] = group  # row group of each column group (if the partitions agree)
-    if (not np.array_equal(label[group_c], group) or not np.array_equal(key, key[keep_r[group]])
-            or not np.array_equal(key, key[:, keep_r[group]])):
+    group = np.asarray(group).ravel()
+    size = np.bincount(group).astype(float)
+    if keep_r.size == n or not _groups_hold(J, group, keep_r):
         return None
     lu = _lu(np.ascontiguousarray(J[np.ix_(keep_r, keep_r)]))
     if lu is None:
         return None
-    return group, np.bincount(group).astype(float), lu, keep_r
+    return group, size, lu, keep_r
 
 
 def solve_linear(J: Array, rhs: Array) -> tuple[Array, bool, float]:
