@@ -287,3 +287,118 @@ def test_path_command_takes_the_ode_method_and_rejects_an_unknown_one(tmp_path, 
     assert code != 0
     err = capsys.readouterr().err
     assert "Euler" in err and "Traceback" not in err
+
+
+# ------------------------------------------------------ SVM ACS steps: active-set fit
+def _svm_problem(seed: int, n: int, dup: int):
+    from sklearn.metrics.pairwise import rbf_kernel
+
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    y = np.where(X[:, 0] + 0.8 * rng.normal(size=n) > 0, 1.0, -1.0)
+    if dup:  # duplicated samples (mfeat-pixel has some): the fit's system becomes singular
+        X[-dup:], y[-dup:] = X[:dup], y[:dup]
+    K = rbf_kernel(X, X, gamma=0.5)
+    return X, y, K
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), dup=st.integers(0, 4), zeros=st.integers(0, 10))
+def test_active_set_svm_fit_solves_the_weighted_dual(seed, dup, zeros):
+    """Warm-started from libsvm's solution for nearby weights, the active-set fit returns a point
+    satisfying the model's own KKT check of the v-weighted dual, with libsvm's dual objective and
+    decision values (libsvm solved to 1e-10 here)."""
+    from spl_bench.gaga.systems import WeightedSVMDual
+    from spl_bench.models.svm import SVMModel, libsvm_fit
+
+    n, C = 60, 2.0
+    X, y, K = _svm_problem(seed, n, dup)
+    rng = np.random.default_rng(seed + 1)
+    model = SVMModel(C=C, gamma=0.5)
+    Q = K * np.outer(y, y)
+
+    def ref(v):
+        idx = np.flatnonzero(v > 0)
+        sup, dual, b = libsvm_fit(K[np.ix_(idx, idx)], y[idx], v[idx], C, "precomputed", 0.0, 1e-10)
+        a = np.zeros(n)
+        a[idx[sup]] = dual * y[idx[sup]]
+        return np.clip(a, 0.0, C * v), b
+
+    v0 = rng.uniform(0.3, 1.0, n)
+    v1 = np.clip(v0 + 0.05 * rng.normal(size=n), 0.0, 1.0)
+    v1[rng.choice(n, zeros, replace=False)] = 0.0  # samples dropped (D): a_i = 0, no condition
+    if np.unique(y[v1 > 0]).size < 2:
+        return
+    a0, _ = ref(v0)
+    solver = WeightedSVMDual(Q, y)
+    out = solver.fit(C * v1, a0)
+    if out is None:  # it may give up (the caller then uses libsvm); it must not be wrong
+        return
+    a, b, g = out
+    p = Params(dual_coef=a, intercept=b, X_fit=X, y_fit=y, extra={"gamma": 0.5})
+    assert model.kkt_violation(p, X, y, v1) <= 1e-8
+    assert np.allclose(g, 1.0 - y * model.decision_function(p, X), atol=1e-9)
+    a_ref, b_ref = ref(v1)
+    p_ref = Params(dual_coef=a_ref, intercept=b_ref, X_fit=X, y_fit=y, extra={"gamma": 0.5})
+
+    def dual_obj(a):
+        return 0.5 * a @ Q @ a - a.sum()
+
+    assert dual_obj(a) <= dual_obj(a_ref) + 1e-8
+    assert np.allclose(model.decision_function(p, X), model.decision_function(p_ref, X), atol=1e-4)
+    # warm-started from its own solution for the same weights: the same point, from the kept sets
+    a2, b2, _ = solver.fit(C * v1, a)
+    assert np.allclose(a2, a, atol=1e-12) and abs(b2 - b) <= 1e-12
+
+
+def test_svm_path_is_the_same_with_the_active_set_fit_or_libsvm():
+    """The ACS steps' solver is an implementation detail: same critical points, same restarts."""
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    rng = np.random.default_rng(0)
+    i = rng.choice(len(y), 60, replace=False)
+    X, y = X[i][:, :6], np.where(y[i] > 0, 1.0, -1.0)
+    X = (X - X.mean(0)) / X.std(0)
+    y[rng.random(60) < 0.3] *= -1  # label noise: jump points, hence ACS warm starts
+    kw = dict(model="svm", sp="linear", lam_range=(0.1, 3.0), C=1.0, gamma=0.2)
+    fast = age_path(X, y, **kw)
+    slow = age_path(X, y, **kw, options=EngineOptions(svm_active_set=False))
+    assert fast.n_restarts >= 5, "this case is chosen to contain jumps"
+    assert fast.meta["n_acs_fits"] > 100 and "n_acs_fits" not in slow.meta
+    assert fast.meta["n_acs_libsvm_fallbacks"] < 0.05 * fast.meta["n_acs_fits"]
+    assert fast.n_restarts == slow.n_restarts
+    ev, ev0 = [(e["kind"], e["lam"]) for e in fast.events], [(e["kind"], e["lam"]) for e in slow.events]
+    assert [k for k, _ in ev] == [k for k, _ in ev0]
+    assert np.allclose([t for _, t in ev], [t for _, t in ev0], rtol=1e-7, atol=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), n1=st.integers(1, 12), n2=st.integers(0, 6), dup=st.booleans())
+def test_schur_factor_solves_like_the_dense_factor(seed, n1, n2, dup):
+    """The SVM Jacobian's Schur-complement factor against the dense LU / minimum-norm solve of the
+    assembled J: same solution, same sign of det J; also with duplicated rows and columns in A
+    (identical samples on the margin), where J is singular."""
+    from spl_bench.gaga.linalg import Factor, SchurBlocks, SchurFactor
+
+    rng = np.random.default_rng(seed)
+    Xs = rng.normal(size=(n1 + n2, 3))
+    if dup and n1 >= 2:  # sample 1 of block 1 duplicates sample 0
+        Xs[1] = Xs[0]
+    K = np.exp(-0.5 * ((Xs[:, None, :] - Xs[None, :, :]) ** 2).sum(-1))  # RBF kernel matrix
+    A, B, C0, D0 = -K[:n1, :n1], -K[:n1, n1:], K[n1:, :n1], K[n1:, n1:]
+    c = rng.uniform(-0.5, 2.0, n2)
+    perm = rng.permutation(n1 + n2)  # blocks interleaved in the unknowns, as in theta
+    i1, i2 = perm[:n1], perm[n1:]
+    J = np.empty((n1 + n2, n1 + n2))
+    J[np.ix_(i1, i1)], J[np.ix_(i1, i2)] = A, B
+    J[np.ix_(i2, i1)], J[np.ix_(i2, i2)] = c[:, None] * C0, np.eye(n2) + c[:, None] * D0
+    rhs = J @ rng.normal(size=n1 + n2)  # consistent, also when J is singular
+    f = SchurFactor(SchurBlocks(A, B, C0, D0, i1, i2), c)
+    ref = Factor(J)
+    x = f.solve(rhs)
+    assert np.allclose(J @ x, rhs, atol=1e-8 * (1 + np.abs(rhs).max()))
+    assert np.allclose(x, ref.solve(rhs), atol=1e-7 * (1 + np.abs(x).max()))
+    assert f.singular == ref.singular
+    if not ref.singular:
+        assert f.sign == np.sign(np.linalg.det(J))

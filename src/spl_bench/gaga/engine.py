@@ -31,15 +31,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-import scipy.linalg as sla
 from numpy.typing import NDArray
 from scipy.integrate import BDF, DOP853, LSODA, RK45, OdeSolver
-from scipy.linalg.lapack import dgetrf, dgetrs
 from scipy.optimize import brentq
 from threadpoolctl import threadpool_limits
 
+from spl_bench.gaga.linalg import AnyFactor, Factor, det_sign, solve_linear  # noqa: F401 (re-export)
 from spl_bench.gaga.path import AgePath
-from spl_bench.gaga.systems import PathSystem, make_system, weighted_lasso  # noqa: F401 (re-export)
+from spl_bench.gaga.systems import PathSystem, SVMSystem, make_system, weighted_lasso  # noqa: F401 (re-export)
 from spl_bench.models import Model, Params
 from spl_bench.sp import SPRegularizer
 
@@ -72,6 +71,9 @@ class EngineOptions:
     # start may then settle on another partial optimum than plain ACS (GAGA's definition)
     acs_extrapolate: bool = False
     acs_extrapolate_max: float = 4096.0  # largest over-relaxation factor tried
+    # SVM ACS steps by the exact warm-started active-set solver (systems.WeightedSVMDual), libsvm
+    # when it gives up; False: libsvm for every step
+    svm_active_set: bool = True
 
 
 @dataclass
@@ -130,137 +132,6 @@ ODE_SOLVERS: dict[str, type[OdeSolver]] = {"LSODA": LSODA, "BDF": BDF, "RK45": R
 ODE_METHODS = ("auto", *ODE_SOLVERS)
 
 
-class Factor:
-    """LU factorisation of ``J`` with a least-squares (pseudo-inverse) fallback when singular.
-
-    GAGA appendix A.2.  ``singular`` tells whether the fallback is used, ``sign``
-    is the sign of ``det J`` (0 when singular).  Solutions are never NaN.
-
-    The common singular case is duplicated training rows (mfeat-pixel has some): two
-    identical samples on the margin give ``J`` two equal rows and two equal columns,
-    and only the sum of their unknowns is determined.  Such groups are merged (one
-    row, one column), the reduced system is LU-factorised, and each group's sum is
-    split equally: the minimum-norm solution, as the least-squares fallback would
-    give, at the cost of an LU.  Anything else singular goes to LAPACK ``gelsy``.
-    """
-
-    def __init__(self, J: Array, hint: tuple[NDArray[np.intp], Array, NDArray[np.intp]] | None = None) -> None:
-        self.J = J
-        self.lu: tuple[Array, NDArray[np.int32]] | None = None
-        # (group of each index, group sizes, LU of the merged system, representative of each group)
-        self.merged: tuple[NDArray[np.intp], Array, tuple[Array, NDArray[np.int32]], NDArray[np.intp]] | None = None
-        self.sign = 0.0
-        if J.shape[0] == 0:
-            self.sign = 1.0
-            return
-        # the groups of the previous factor (``hint``: the sets, hence the duplicated
-        # samples on the margin, rarely change between consecutive systems): if they still
-        # hold, J is singular and the merged LU is all that is needed
-        if hint is not None and _groups_hold(J, hint[0], hint[2]):
-            lu_m = _lu(np.ascontiguousarray(J[np.ix_(hint[2], hint[2])]))
-            if lu_m is not None:
-                self.merged = (hint[0], hint[1], lu_m, hint[2])
-                return
-        # LAPACK getrf directly: the scipy.linalg wrappers cost more than the factorisation
-        # of the small systems of a path (tens of microseconds per call, many thousand calls)
-        lu = _lu(J)
-        if lu is not None:
-            self.lu = lu
-            piv = lu[1]
-            parity = int(np.count_nonzero(piv != np.arange(piv.size))) % 2
-            self.sign = float(np.prod(np.sign(np.diag(lu[0])))) * (-1.0 if parity else 1.0)
-        elif np.isfinite(J).all():
-            self.merged = _merge_duplicates(J)
-
-    @property
-    def singular(self) -> bool:
-        return self.lu is None and self.J.shape[0] > 0
-
-    @property
-    def groups(self) -> tuple[NDArray[np.intp], Array, NDArray[np.intp]] | None:
-        """The merged groups (a ``hint`` for the next factor), if any."""
-        return None if self.merged is None else (self.merged[0], self.merged[1], self.merged[3])
-
-    def solve(self, rhs: Array) -> Array:
-        if self.J.shape[0] == 0:
-            return np.zeros(0)
-        if self.lu is not None:
-            x, info = dgetrs(self.lu[0], self.lu[1], rhs)
-            if info == 0 and np.isfinite(x).all():
-                return x
-        if not np.isfinite(rhs).all() or not np.isfinite(self.J).all():
-            return np.zeros(self.J.shape[0])
-        if self.merged is not None:
-            group, size, lu, _ = self.merged
-            u, info = dgetrs(lu[0], lu[1], np.bincount(group, weights=rhs) / size)
-            if info == 0 and np.isfinite(u).all():
-                return u[group] / size[group]
-        try:  # minimum-norm least squares by a complete orthogonal factorisation (LAPACK gelsy)
-            x = sla.lstsq(self.J, rhs, cond=1e-12, lapack_driver="gelsy", check_finite=False)[0]
-        except (ValueError, np.linalg.LinAlgError):
-            x = np.zeros(self.J.shape[0])
-        return np.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0)
-
-
-def _lu(J: Array) -> tuple[Array, NDArray[np.int32]] | None:
-    """``getrf`` of ``J``, or ``None`` if ``J`` is singular to working precision."""
-    lu, piv, info = dgetrf(J)
-    if info < 0 or not np.isfinite(lu).all():
-        return None
-    adg = np.abs(np.diag(lu))
-    if adg.min() > 1e-13 * max(adg.max(), 1e-300):
-        return lu, piv
-    return None
-
-
-def _groups_hold(J: Array, group: NDArray[np.intp], keep: NDArray[np.intp]) -> bool:
-    """Do the rows and the columns of ``J`` within each group agree (to 1e-12 of ``max |J|``)?"""
-    if group.size != J.shape[0] or not np.isfinite(J).all():
-        return False
-    other = np.flatnonzero(keep[group] != np.arange(group.size))  # non-representative indices
-    rep = keep[group[other]]
-    tol = 1e-12 * float(np.abs(J).max())
-    return bool(np.all(np.abs(J[other] - J[rep]) <= tol) and np.all(np.abs(J[:, other] - J[:, rep]) <= tol))
-
-
-def _merge_duplicates(
-    J: Array,
-) -> tuple[NDArray[np.intp], Array, tuple[Array, NDArray[np.int32]], NDArray[np.intp]] | None:
-    """Groups of equal rows that are also groups of equal columns, and the LU of the merged system.
-
-    Rows (columns) are equal when they agree to 1e-12 of ``max |J|`` (kernel values of
-    identical samples can differ in the last bit).  Returns ``(group of each index,
-    group sizes, LU of J[keep, keep], keep)`` if that merged matrix is non-singular, else
-    ``None``.
-    """
-    scale = float(np.abs(J).max())
-    if not scale > 0:
-        return None
-    n = J.shape[0]
-    key = np.round(J / (1e-12 * scale)).astype(np.int64)
-    # rows grouped by a random integer hash (exact, order-independent sums modulo 2**64);
-    # the groups are then checked entry by entry, rows and columns
-    probe = np.random.default_rng(n).integers(1, 2**31, size=n)
-    _, keep_r, group = np.unique((key * probe).sum(axis=1), return_index=True, return_inverse=True)
-    group = np.asarray(group).ravel()
-    size = np.bincount(group).astype(float)
-    if keep_r.size == n or not _groups_hold(J, group, keep_r):
-        return None
-    lu = _lu(np.ascontiguousarray(J[np.ix_(keep_r, keep_r)]))
-    if lu is None:
-        return None
-    return group, size, lu, keep_r
-
-
-def solve_linear(J: Array, rhs: Array) -> tuple[Array, bool, float]:
-    """Solve ``J x = rhs`` by LU; fall back to least squares (pseudo-inverse) if singular.
-
-    GAGA appendix A.2.  Returns ``(x, singular, sign of det J)``; never NaN.
-    """
-    f = Factor(J)
-    return f.solve(rhs), f.singular, f.sign
-
-
 def illinois(f: Any, a: float, fa: float, b: float, fb: float, ftol: float, xtol: float,
              max_iter: int = 60) -> float:
     """Root of ``f`` in ``[a, b]`` with ``fa >= 0 > fb``, by the Illinois variant of regula falsi.
@@ -290,13 +161,6 @@ def illinois(f: Any, a: float, fa: float, b: float, fb: float, ftol: float, xtol
                 fa *= 0.5
             side = -1
     return float(b)
-
-
-def det_sign(J: Array) -> float:
-    if J.shape[0] == 0:
-        return 1.0
-    s, _ = np.linalg.slogdet(J)
-    return float(s)
 
 
 def spl_objective(model: Model, sp: SPRegularizer, params: Params, X: Array, y: Array, lam: float) -> float:
@@ -358,7 +222,8 @@ class _Tracker:
         self.n_rhs = 0
         self.n_failed_warm_starts = 0
         self.n_stiff_switches = 0  # segments handed from RK45 to LSODA (method "auto")
-        self.last_factor: Factor | None = None  # factorised J of the latest rhs evaluation
+        self.n_retaken_steps = 0  # steps retaken shorter: no partial optimum at their end
+        self.last_factor: AnyFactor | None = None  # factorised J of the latest rhs evaluation
         self._merge_hint: tuple[NDArray[np.intp], Array, NDArray[np.intp]] | None = None  # Factor.groups
         self.last_sign = 0.0  # its sign of det J
         # ((lam, sets version), theta, rhs) of the latest rhs evaluation
@@ -373,8 +238,7 @@ class _Tracker:
         if memo is not None and memo[0] == (lam, self.sys.version) and np.array_equal(memo[1], theta):
             return memo[2].copy()  # the same point again (recorded, then continued from)
         self.n_rhs += 1
-        J, Jl = self.sys.jacobians(theta, lam)
-        f = Factor(J, hint=self._merge_hint)
+        f, Jl = self.sys.factor(theta, lam, self._merge_hint)
         self._merge_hint = f.groups if f.groups is not None else self._merge_hint
         self.last_factor, self.last_sign = f, f.sign
         if f.singular:
@@ -398,7 +262,7 @@ class _Tracker:
         return h
 
     def newton(self, theta: Array, lam: float, max_iter: int = 8,
-               chord: Factor | None = None) -> tuple[Array, float]:
+               chord: AnyFactor | None = None) -> tuple[Array, float]:
         """Project ``theta`` onto ``F(., lam) = 0``; return it and the relative residual.
 
         With ``chord`` (a factorised Jacobian from a nearby point) the cheap chord
@@ -408,7 +272,7 @@ class _Tracker:
         scale = self.sys.residual_scale()
         F = self.sys.residual(theta, lam)
         res = float(np.abs(F).max(initial=0.0)) / scale
-        if chord is not None and chord.J.shape[0] == theta.shape[0]:
+        if chord is not None and chord.n == theta.shape[0]:
             for _ in range(6):
                 if res <= self.o.newton_tol:
                     return theta, res
@@ -421,8 +285,7 @@ class _Tracker:
         for _ in range(max_iter):
             if res <= self.o.newton_tol:
                 break
-            J, _ = self.sys.jacobians(theta, lam)
-            step, _, _ = solve_linear(J, F)
+            step = self.sys.factor(theta, lam)[0].solve(F)
             t = 1.0
             for _ in range(12):  # backtracking on the residual
                 theta_new = theta - t * step
@@ -631,14 +494,24 @@ class _Tracker:
                     if bs.size:
                         bad, t_end, theta1 = bs, float(s), ths
                         break
+            h_step = t1 - t_prev
+            if not bad.size and res1 > 1e3 * o.newton_tol and h_step > 1e-9 * max(1.0, t1):
+                # no partial optimum at t1 with these sets: the step may have overshot a critical
+                # point past which this branch ends.  Retake it, shorter (a fold is declared only
+                # when a short step fails too)
+                self.n_retaken_steps += 1
+                solver = ODE_SOLVERS[name](self.rhs, t_prev, np.append(theta_prev, 0.0), lam_max,
+                                           rtol=o.rtol, atol=o.atol, max_step=0.5 * h_step,
+                                           first_step=0.25 * h_step)
+                continue
             if bad.size:
-                chord = Factor(sysm.jacobians(theta1, t_end)[0])
+                chord = sysm.factor(theta1, t_end)[0]
 
                 # age -> (H, projected point); the step start's projected point is known
                 hs0 = sysm.events(theta_prev, t_prev, bad) + o.event_tol * sysm.event_scale(t_prev, bad)
                 memo: dict[float, tuple[float, Array]] = {t_prev: (float(np.min(hs0)), theta_prev)}
 
-                def H(s: float, _c: NDArray[np.intp] = bad, _d: Any = dense, _f: Factor = chord,
+                def H(s: float, _c: NDArray[np.intp] = bad, _d: Any = dense, _f: AnyFactor = chord,
                       _m: dict[float, tuple[float, Array]] = memo) -> float:
                     """Smallest crossed event function on the Newton-projected path at ``s``."""
                     if s not in _m:
@@ -1018,6 +891,8 @@ def age_path(
     if groups is not None and init is not None and init.coef is not None:
         init = Params(coef=groups.reduce(np.asarray(init.coef, dtype=float)), intercept=init.intercept)
     system = make_system(mdl, spr, X_path, y)
+    if isinstance(system, SVMSystem) and not opts.svm_active_set:
+        system.dual_solver = None
     tr = _Tracker(system, mdl, spr, X_path, y, opts)
     tr.progress = progress
     t0 = time.perf_counter()
@@ -1039,9 +914,13 @@ def age_path(
         "n_failed_warm_starts": tr.n_failed_warm_starts,
         "ode_method": opts.method,
         "n_stiff_switches": tr.n_stiff_switches,
+        "n_retaken_steps": tr.n_retaken_steps,
     }
-    if mdl.name == "svm":
-        meta["kernel_gamma"] = float(system.gamma)  # type: ignore[attr-defined]
+    if isinstance(system, SVMSystem):
+        meta["kernel_gamma"] = float(system.gamma)
+        if system.dual_solver is not None:
+            meta["n_acs_fits"] = system.dual_solver.n_fits
+            meta["n_acs_libsvm_fallbacks"] = system.dual_solver.n_fallbacks
     if groups is None:
         return tr.to_path(meta)
     meta["duplicate_column_groups"] = [np.flatnonzero(groups.group == g).tolist()

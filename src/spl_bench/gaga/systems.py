@@ -48,6 +48,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import expit
 
+from spl_bench.gaga.linalg import AnyFactor, Factor, SchurBlocks, SchurFactor
 from spl_bench.models import Model, Params
 from spl_bench.models.lasso import LassoModel
 from spl_bench.models.logistic import LogisticModel
@@ -170,6 +171,12 @@ class PathSystem(ABC):
 
     @abstractmethod
     def jacobians(self, theta: Array, lam: float) -> tuple[Array, Array]: ...
+
+    def factor(self, theta: Array, lam: float, hint: Any = None) -> tuple[AnyFactor, Array]:
+        """``(factorised J_theta, J_lam)`` at ``(theta, lam)``; ``hint``: :attr:`Factor.groups`
+        of a previous factor.  Systems with structure override it."""
+        J, Jl = self.jacobians(theta, lam)
+        return Factor(J, hint=hint), Jl
 
     @abstractmethod
     def residual_scale(self) -> float:
@@ -566,6 +573,9 @@ class SVMSystem(PathSystem):
         self.n_events = 2 * self.n
         self._cache: dict[str, Any] = {}
         self._K_sub: tuple[NDArray[np.intp], Array] | None = None  # the latest K[idx, idx] (ACS)
+        #: ACS steps: the exact warm-started active-set fit first (libsvm when it gives up)
+        self.dual_solver: WeightedSVMDual | None = WeightedSVMDual(self.Q, y)
+        self._last_fit: tuple[Array, float, Array] | None = None  # (a, b, g) of its latest fit
 
     # ------------------------------------------------------------------ state
     def init_from(self, params: Params, lam: float, tol: float = 1e-6) -> None:
@@ -675,6 +685,38 @@ class SVMSystem(PathSystem):
         J[k, :k] = self.y[self.ifree]
         return J, Jl
 
+    def factor(self, theta: Array, lam: float, hint: Any = None) -> tuple[AnyFactor, Array]:
+        """``J_theta`` by its Schur complement on the M rows (only they change with the point).
+
+        Unknowns ``(a_Z, b)`` and ``a_M``: the Z rows and ``y^T a`` are fixed per sets,
+        the M rows are ``diag(C^2 dv/dell) [Q_MZ, y_M | Q_MM] + [0 | I]``.  The blocks
+        are built once per set configuration; each point costs one ``|M| x |M|`` LU.
+        """
+        blocks = self._cache.get("schur")
+        if blocks is None:
+            k, nz = self.ifree.size, self.iz.size
+            Qf = self._Qcols()
+            i1 = np.append(np.arange(nz), k)
+            i2 = np.arange(nz, k)
+            A = np.zeros((nz + 1, nz + 1))
+            A[:nz, :nz] = -Qf[self.iz][:, :nz]
+            A[:nz, nz] = -self.y[self.iz]
+            A[nz, :nz] = self.y[self.iz]
+            B = np.vstack([-Qf[self.iz][:, nz:], self.y[self.im][None, :]])
+            C0 = np.hstack([Qf[self.im][:, :nz], self.y[self.im][:, None]])
+            blocks = SchurBlocks(A, B, C0, Qf[self.im][:, nz:], i1, i2)
+            self._cache["schur"] = blocks
+        if not blocks.usable:
+            return super().factor(theta, lam, hint)
+        Jl = np.zeros(self.ifree.size + 1)
+        c = np.zeros(self.im.size)
+        if self.im.size:
+            g = self._g(theta)
+            _, dl, dlam = sp_weights(self.sp, self.C * g[self.im], np.full(self.im.size, MIXED, np.int8), lam)
+            c = (self.C**2) * dl
+            Jl[self.iz.size:self.ifree.size] = -self.C * dlam
+        return SchurFactor(blocks, c), Jl
+
     def residual_scale(self) -> float:
         return 1.0
 
@@ -765,7 +807,14 @@ class SVMSystem(PathSystem):
         return svm_kkt(self.model, self.sp, self.params(), self.X, self.y, lam)
 
     def fit_weighted(self, v: Array, warm: Params) -> Params:
-        """The v-weighted SVM dual by libsvm on the precomputed kernel (no kernel recomputation)."""
+        """The v-weighted SVM dual on the precomputed kernel: :class:`WeightedSVMDual`
+        warm-started from ``warm``, or libsvm if it gives up (or is switched off)."""
+        if self.dual_solver is not None and warm.dual_coef is not None:
+            out = self.dual_solver.fit(self.C * v, warm.dual_coef)
+            if out is not None:
+                self._last_fit = out
+                return Params(dual_coef=out[0], intercept=out[1], X_fit=self.X, y_fit=self.y,
+                              extra={"gamma": self.gamma})
         a = np.zeros(self.n)
         b = 0.0
         idx = np.flatnonzero(v > 0)
@@ -792,6 +841,9 @@ class SVMSystem(PathSystem):
         return sub
 
     def losses(self, params: Params) -> Array:
+        last = self._last_fit
+        if last is not None and params.dual_coef is last[0] and params.intercept == last[1]:
+            return self.C * np.maximum(0.0, last[2])  # the margins the fit computed
         return self.C * np.maximum(0.0, 1.0 - self.Q @ params.dual_coef - self.y * params.intercept)
 
     def objective(self, params: Params, lam: float) -> float:
@@ -872,6 +924,105 @@ def weighted_lasso(X: Array, y: Array, v: Array, lev: float, w0: Array, max_iter
         active[add] = True
         sign[add] = np.sign(corr[add])
     return None
+
+
+class WeightedSVMDual:
+    """Exact warm-started active-set solver of the v-weighted SVM dual on a fixed kernel.
+
+    The ACS step of GAGA Algorithm 1 for the kernel SVM (section 4.1)::
+
+        min_a  1/2 a^T Q a - 1^T a   s.t.  0 <= a_i <= u_i = C v_i,   y^T a = 0.
+
+    With ``g = 1 - Q a - y b`` its KKT conditions are ``a_i = 0 => g_i <= 0``,
+    ``a_i = u_i => g_i >= 0`` and ``0 < a_i < u_i => g_i = 0``.  For a guess of the
+    free set ``Z`` and the upper-bound set ``P`` (every other sample at 0) the
+    solution is that of::
+
+        [Q_ZZ   y_Z] [a_Z]   [1 - Q_ZP u_P]
+        [y_Z^T   0 ] [ b ] = [  -y_P^T u_P ]
+
+    checked against every KKT condition; violators change sets and the system is
+    solved again (at most ``max_rounds`` times, else ``None``: the caller uses libsvm).
+    The matrix depends on ``Z`` only, and during ACS only ``u`` changes from one
+    iteration to the next while ``Z`` seldom does, so its factorisation is kept
+    (:class:`~spl_bench.gaga.linalg.Factor`: duplicated samples in ``Z`` are merged,
+    the minimum-norm split).  The sets of the latest solution are the next guess
+    when it is warm-started from that solution.
+    """
+
+    def __init__(self, Q: Array, y: Array, tol: float = 1e-9, max_rounds: int = 30) -> None:
+        self.Q = Q
+        self.y = y
+        self.tol = tol
+        self.max_rounds = max_rounds
+        self._factor: tuple[bytes, Factor, Array] | None = None  # (Z, its factor, Q[:, Z])
+        self._last: tuple[Array, NDArray[np.bool_], NDArray[np.bool_]] | None = None  # (a, Z, P)
+        self.n_fits = 0
+        self.n_fallbacks = 0
+
+    def fit(self, u: Array, a0: Array) -> tuple[Array, float, Array] | None:
+        """``(a, b, g)`` solving the dual with box ``[0, u]``, warm-started from ``a0``; or ``None``."""
+        self.n_fits += 1
+        live = u > 0
+        last = self._last
+        if last is not None and last[0] is a0:
+            Z, P = last[1] & live, last[2] & live
+        else:
+            scale = np.maximum(u, 1e-300)
+            Z = live & (a0 > 1e-8 * scale) & (a0 < (1.0 - 1e-8) * u)
+            P = live & ~Z & (a0 >= (1.0 - 1e-8) * u)
+        tol, tol_a = self.tol, self.tol * max(float(u.max(initial=0.0)), 1e-300)
+        Q, y = self.Q, self.y
+        seen: set[bytes] = set()
+        for rounds in range(self.max_rounds):
+            z = np.flatnonzero(Z)
+            if z.size == 0:
+                break
+            key = z.tobytes()
+            if self._factor is None or self._factor[0] != key:
+                M = np.empty((z.size + 1, z.size + 1))
+                M[:-1, :-1] = Q[np.ix_(z, z)]
+                M[:-1, -1] = y[z]
+                M[-1, :-1] = y[z]
+                M[-1, -1] = 0.0
+                self._factor = (key, Factor(M), np.ascontiguousarray(Q[:, z]))
+            fac, Qz = self._factor[1], self._factor[2]
+            uP = np.where(P, u, 0.0)
+            qP = Q @ uP
+            sol = fac.solve(np.append(1.0 - qP[z], -float(y @ uP)))
+            a = uP
+            a[z] = sol[:-1]
+            b = float(sol[-1])
+            g = 1.0 - qP - Qz @ sol[:-1] - y * b
+            if not (np.isfinite(g).all() and np.isfinite(b)):
+                break
+            if abs(float(g[z].max(initial=0.0))) > tol or abs(float(g[z].min(initial=0.0))) > tol \
+                    or abs(float(y @ a)) > tol_a:
+                break  # a singular system without an exact solution: libsvm decides
+            low = Z & (a < -tol_a)
+            high = Z & (a > u + tol_a)
+            N = live & ~Z & ~P
+            up = N & (g > tol)
+            down = P & (g < -tol)
+            if not (low.any() or high.any() or up.any() or down.any()):
+                a = np.clip(a, 0.0, u)
+                self._last = (a, Z, P)
+                return a, b, g
+            seen.add(key + np.flatnonzero(P).tobytes())
+            if rounds >= 2 and len(seen) <= rounds:  # a configuration came back: one index at a time
+                viol = np.zeros(Z.size)
+                viol[low] = -a[low] / tol_a * tol
+                viol[high] = (a[high] - u[high]) / tol_a * tol
+                viol[up] = g[up]
+                viol[down] = -g[down]
+                keep = np.zeros(Z.size, dtype=bool)
+                keep[int(np.argmax(viol))] = True
+                low, high, up, down = low & keep, high & keep, up & keep, down & keep
+            Z = (Z & ~low & ~high) | up | down
+            P = (P & ~down) | high
+        self.n_fallbacks += 1
+        self._last = None
+        return None
 
 
 def svm_kkt(model: SVMModel, sp: SPRegularizer, params: Params, X: Array, y: Array, lam: float) -> float:
