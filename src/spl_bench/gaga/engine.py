@@ -467,7 +467,7 @@ class _Tracker:
                                    atol=o.atol, max_step=o.max_step,
                                    first_step=self.first_step(theta0, d0, lam0, lam_max))
         t_prev, theta_prev = lam0, theta0  # the step start and its projected point
-        n_seg_steps = 0
+        n_seg_steps = retakes = 0
         while True:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -480,6 +480,19 @@ class _Tracker:
             # (whose error can hide or invent a crossing when steps are long)
             # (chord iteration with the solver's latest Jacobian first: it is from inside this step)
             theta1, res1 = self.newton(y1[:-1].copy(), t1, chord=self.last_factor)
+            h_step = t1 - t_prev
+            if res1 > 1e3 * o.newton_tol and h_step > 1e-9 * max(1.0, t1) and retakes < 2:
+                # no partial optimum at t1 with these sets: the step may have overshot a critical
+                # point past which this branch ends, and event functions at a point that is not
+                # one cannot be trusted.  Retake the step, shorter (twice at most per segment: a
+                # branch that ends right at a critical point is then handled from the events
+                # seen inside the step, or as a fold)
+                retakes += 1
+                self.n_retaken_steps += 1
+                solver = ODE_SOLVERS[name](self.rhs, t_prev, np.append(theta_prev, 0.0), lam_max,
+                                           rtol=o.rtol, atol=o.atol, max_step=0.5 * h_step,
+                                           first_step=0.25 * h_step)
+                continue
             h = self.event_values(theta1, t1)
             bad = np.flatnonzero(h < -o.event_tol * sysm.event_scale(t1))
             dense = solver.dense_output()
@@ -494,16 +507,6 @@ class _Tracker:
                     if bs.size:
                         bad, t_end, theta1 = bs, float(s), ths
                         break
-            h_step = t1 - t_prev
-            if not bad.size and res1 > 1e3 * o.newton_tol and h_step > 1e-9 * max(1.0, t1):
-                # no partial optimum at t1 with these sets: the step may have overshot a critical
-                # point past which this branch ends.  Retake it, shorter (a fold is declared only
-                # when a short step fails too)
-                self.n_retaken_steps += 1
-                solver = ODE_SOLVERS[name](self.rhs, t_prev, np.append(theta_prev, 0.0), lam_max,
-                                           rtol=o.rtol, atol=o.atol, max_step=0.5 * h_step,
-                                           first_step=0.25 * h_step)
-                continue
             if bad.size:
                 chord = sysm.factor(theta1, t_end)[0]
 

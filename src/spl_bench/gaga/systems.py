@@ -560,6 +560,10 @@ class GLMSystem(PathSystem):
 
 
 # =============================================================================
+#: smallest margin set E_Z for which the SVM Jacobian is factorised by its Schur complement
+SCHUR_MIN_Z = 64
+
+
 class SVMSystem(PathSystem):
     """Kernel SVM in the dual: ``f = sum_j a_j y_j K(x_j, .) + b``, ``0 <= a_i <= C v_i``."""
 
@@ -692,6 +696,8 @@ class SVMSystem(PathSystem):
         the M rows are ``diag(C^2 dv/dell) [Q_MZ, y_M | Q_MM] + [0 | I]``.  The blocks
         are built once per set configuration; each point costs one ``|M| x |M|`` LU.
         """
+        if self.iz.size < SCHUR_MIN_Z:  # small systems: one dense LU costs less than the bookkeeping
+            return super().factor(theta, lam, hint)
         blocks = self._cache.get("schur")
         if blocks is None:
             k, nz = self.ifree.size, self.iz.size
@@ -956,6 +962,7 @@ class WeightedSVMDual:
         self.tol = tol
         self.max_rounds = max_rounds
         self._factor: tuple[bytes, Factor, Array] | None = None  # (Z, its factor, Q[:, Z])
+        self._cols_P: tuple[bytes, Array] | None = None  # (P, Q[:, P])
         self._last: tuple[Array, NDArray[np.bool_], NDArray[np.bool_]] | None = None  # (a, Z, P)
         self.n_fits = 0
         self.n_fallbacks = 0
@@ -987,10 +994,14 @@ class WeightedSVMDual:
                 M[-1, -1] = 0.0
                 self._factor = (key, Factor(M), np.ascontiguousarray(Q[:, z]))
             fac, Qz = self._factor[1], self._factor[2]
-            uP = np.where(P, u, 0.0)
-            qP = Q @ uP
-            sol = fac.solve(np.append(1.0 - qP[z], -float(y @ uP)))
-            a = uP
+            p = np.flatnonzero(P)
+            pkey = p.tobytes()
+            if self._cols_P is None or self._cols_P[0] != pkey:
+                self._cols_P = (pkey, np.ascontiguousarray(Q[:, p]))
+            qP = self._cols_P[1] @ u[p]
+            sol = fac.solve(np.append(1.0 - qP[z], -float(y[p] @ u[p])))
+            a = np.zeros_like(u)
+            a[p] = u[p]
             a[z] = sol[:-1]
             b = float(sol[-1])
             g = 1.0 - qP - Qz @ sol[:-1] - y * b
