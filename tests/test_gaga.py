@@ -378,6 +378,14 @@ def test_estimator_candidates_and_run_info():
     assert np.array_equal(est.predict(X), P[3])
 
 
+def test_estimator_passes_the_svm_fit_choice_to_the_engine():
+    X, y = clf_data(n=40, noise=0.3)
+    kw = dict(model="svm", model_params={"C": 1.0, "gamma": 0.2}, lam_min=0.1, lam_max=1.0, n_grid=5)
+    on, off = GAGA(**kw).fit(X, y), GAGA(**kw, svm_active_set=False).fit(X, y)
+    assert on.path_.meta["n_acs_fits"] > 0 and "n_acs_fits" not in off.path_.meta
+    assert GAGA(**kw, svm_active_set=False).get_params()["svm_active_set"] is False
+
+
 @settings(max_examples=10, deadline=None)
 @given(seed=st.integers(0, 10_000), frac=st.floats(0.2, 1.0))
 def test_active_set_weighted_lasso_matches_coordinate_descent(seed, frac):

@@ -41,6 +41,9 @@ class GAGA(SPLEstimator):
     acs_extrapolate : bool
         Over-relaxed ACS in the warm starts after jumps (lasso, logistic): faster, but the
         point after a jump may differ from plain ACS's (off by default; ``docs/gaga.md``).
+    svm_active_set : bool
+        SVM: the ACS steps of the warm starts by the exact warm-started active-set fit of the
+        weighted dual (libsvm when it gives up); ``False``: libsvm for every step.
     """
 
     def __init__(
@@ -59,6 +62,7 @@ class GAGA(SPLEstimator):
         max_step: float = 0.25,
         jump_delta: float = 1e-5,
         acs_extrapolate: bool = False,
+        svm_active_set: bool = True,
     ) -> None:
         super().__init__(model=model, model_params=model_params, sp=sp, sp_params=sp_params)
         self.lam_min = lam_min
@@ -71,6 +75,7 @@ class GAGA(SPLEstimator):
         self.max_step = max_step
         self.jump_delta = jump_delta
         self.acs_extrapolate = acs_extrapolate
+        self.svm_active_set = svm_active_set
 
     def _fit(self, X: Array, y: Array) -> None:
         lam_min = check_positive("lam_min", self.lam_min)
@@ -79,7 +84,8 @@ class GAGA(SPLEstimator):
             raise ConfigError(f"lam_min ({lam_min}) must be smaller than lam_max ({lam_max})")
         opts = EngineOptions(method=str(self.ode_method), rtol=float(self.rtol), atol=float(self.atol),
                              max_step=float(self.max_step), delta=check_positive("jump_delta", self.jump_delta),
-                             acs_extrapolate=bool(self.acs_extrapolate))
+                             acs_extrapolate=bool(self.acs_extrapolate),
+                             svm_active_set=bool(self.svm_active_set))
         path = age_path(X, y, model=self.model_, sp=self._make_sp(), lam_range=(lam_min, lam_max),
                         options=opts)
         self.path_ = path
