@@ -125,6 +125,8 @@ class ColumnGroups:
 
 #: relative positions inside each solver step where the event functions are also checked
 INTERIOR = np.array([0.2, 0.4, 0.6, 0.8])
+#: steps retaken shorter per segment when their end cannot be projected onto F = 0
+MAX_RETAKES = 4
 
 #: scipy ODE solvers the engine can drive step by step (``EngineOptions.method``)
 ODE_SOLVERS: dict[str, type[OdeSolver]] = {"LSODA": LSODA, "BDF": BDF, "RK45": RK45, "DOP853": DOP853}
@@ -481,12 +483,12 @@ class _Tracker:
             # (chord iteration with the solver's latest Jacobian first: it is from inside this step)
             theta1, res1 = self.newton(y1[:-1].copy(), t1, chord=self.last_factor)
             h_step = t1 - t_prev
-            if res1 > 1e3 * o.newton_tol and h_step > 1e-9 * max(1.0, t1) and retakes < 2:
+            if res1 > 1e3 * o.newton_tol and h_step > 1e-9 * max(1.0, t1) and retakes < MAX_RETAKES:
                 # no partial optimum at t1 with these sets: the step may have overshot a critical
                 # point past which this branch ends, and event functions at a point that is not
-                # one cannot be trusted.  Retake the step, shorter (twice at most per segment: a
-                # branch that ends right at a critical point is then handled from the events
-                # seen inside the step, or as a fold)
+                # one cannot be trusted.  Retake the step, shorter (MAX_RETAKES times at most per
+                # segment: a branch that ends right at a critical point is then handled from the
+                # events seen inside the step, or as a fold)
                 retakes += 1
                 self.n_retaken_steps += 1
                 solver = ODE_SOLVERS[name](self.rhs, t_prev, np.append(theta_prev, 0.0), lam_max,

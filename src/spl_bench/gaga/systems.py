@@ -623,12 +623,22 @@ class SVMSystem(PathSystem):
         self.ipe = np.flatnonzero(fixed)
         self._cache = {}
 
-    def _Qcols(self) -> Array:
-        """``Q[:, free]`` (cached per set configuration)."""
-        if "Qf" not in self._cache:
-            self._cache["Qf"] = np.ascontiguousarray(self.Q[:, self.ifree])
-            self._cache["Qpe"] = self.Q[:, self.ipe].sum(axis=1) * self.C if self.ipe.size else 0.0
-        return self._cache["Qf"]
+    def _Qrows(self) -> Array:
+        """``Q[free, :]`` (``Q`` is symmetric: the columns of the free variables), cached per
+        set configuration with ``Q[free, free]`` and ``C Q[:, E_P] 1`` (the fixed ``a = C``)."""
+        if "Qr" not in self._cache:
+            Qr = self.Q[self.ifree]  # a row gather: contiguous copies, unlike Q[:, free]
+            self._cache["Qr"] = Qr
+            self._cache["Qff"] = np.ascontiguousarray(Qr[:, self.ifree])
+            qpe = self.Q[self.ipe].sum(axis=0) * self.C if self.ipe.size else np.zeros(self.n)
+            self._cache["Qpe"] = qpe
+            self._cache["Qpe_f"] = qpe[self.ifree]
+        return self._cache["Qr"]
+
+    def _Qff(self) -> Array:
+        """``Q[free, free]`` (:meth:`_Qrows`)."""
+        self._Qrows()
+        return self._cache["Qff"]
 
     def theta(self) -> Array:
         return np.append(self.a[self.ifree], self.b)
@@ -654,18 +664,24 @@ class SVMSystem(PathSystem):
     # ------------------------------------------------------------ equations
     def _g(self, theta: Array) -> Array:
         """Margins ``g = 1 - y f(x)`` of every sample for free variables ``theta``."""
-        Qf = self._Qcols()
+        Qr = self._Qrows()
         k = self.ifree.size
-        return 1.0 - Qf @ theta[:k] - self._cache["Qpe"] - self.y * theta[k]
+        return 1.0 - theta[:k] @ Qr - self._cache["Qpe"] - self.y * theta[k]
+
+    def _g_free(self, theta: Array) -> Array:
+        """Margins of the samples with free variables only (E_Z, then M): all ``F`` needs."""
+        Qff = self._Qff()
+        k = self.ifree.size
+        return 1.0 - Qff @ theta[:k] - self._cache["Qpe_f"] - self.y[self.ifree] * theta[k]
 
     def residual(self, theta: Array, lam: float) -> Array:
         k = self.ifree.size
         nz = self.iz.size
-        g = self._g(theta)
+        g = self._g_free(theta)
         F = np.empty(k + 1)
-        F[:nz] = g[self.iz]
+        F[:nz] = g[:nz]
         if self.im.size:
-            v = sp_v(self.sp, self.C * g[self.im], np.full(self.im.size, MIXED, np.int8), lam)
+            v = sp_v(self.sp, self.C * g[nz:], np.full(self.im.size, MIXED, np.int8), lam)
             F[nz:k] = theta[nz:k] - self.C * v
         F[k] = self.y[self.ifree] @ theta[:k] + self.C * self.y[self.ipe].sum()
         return F
@@ -673,16 +689,16 @@ class SVMSystem(PathSystem):
     def jacobians(self, theta: Array, lam: float) -> tuple[Array, Array]:
         k = self.ifree.size
         nz = self.iz.size
-        Qf = self._Qcols()
+        Qff = self._Qff()
         J = np.zeros((k + 1, k + 1))
         Jl = np.zeros(k + 1)
-        J[:nz, :k] = -Qf[self.iz]
+        J[:nz, :k] = -Qff[:nz]
         J[:nz, k] = -self.y[self.iz]
         if self.im.size:
-            g = self._g(theta)
-            _, dl, dlam = sp_weights(self.sp, self.C * g[self.im], np.full(self.im.size, MIXED, np.int8), lam)
+            g = self._g_free(theta)[nz:]
+            _, dl, dlam = sp_weights(self.sp, self.C * g, np.full(self.im.size, MIXED, np.int8), lam)
             c2 = (self.C**2) * dl
-            J[nz:k, :k] = c2[:, None] * Qf[self.im]
+            J[nz:k, :k] = c2[:, None] * Qff[nz:]
             J[nz:k, nz:k] += np.eye(self.im.size)
             J[nz:k, k] = c2 * self.y[self.im]
             Jl[nz:k] = -self.C * dlam
@@ -701,24 +717,24 @@ class SVMSystem(PathSystem):
         blocks = self._cache.get("schur")
         if blocks is None:
             k, nz = self.ifree.size, self.iz.size
-            Qf = self._Qcols()
+            Qff = self._Qff()
             i1 = np.append(np.arange(nz), k)
             i2 = np.arange(nz, k)
             A = np.zeros((nz + 1, nz + 1))
-            A[:nz, :nz] = -Qf[self.iz][:, :nz]
+            A[:nz, :nz] = -Qff[:nz, :nz]
             A[:nz, nz] = -self.y[self.iz]
             A[nz, :nz] = self.y[self.iz]
-            B = np.vstack([-Qf[self.iz][:, nz:], self.y[self.im][None, :]])
-            C0 = np.hstack([Qf[self.im][:, :nz], self.y[self.im][:, None]])
-            blocks = SchurBlocks(A, B, C0, Qf[self.im][:, nz:], i1, i2)
+            B = np.vstack([-Qff[:nz, nz:], self.y[self.im][None, :]])
+            C0 = np.hstack([Qff[nz:, :nz], self.y[self.im][:, None]])
+            blocks = SchurBlocks(A, B, C0, Qff[nz:, nz:], i1, i2)
             self._cache["schur"] = blocks
         if not blocks.usable:
             return super().factor(theta, lam, hint)
         Jl = np.zeros(self.ifree.size + 1)
         c = np.zeros(self.im.size)
         if self.im.size:
-            g = self._g(theta)
-            _, dl, dlam = sp_weights(self.sp, self.C * g[self.im], np.full(self.im.size, MIXED, np.int8), lam)
+            g = self._g_free(theta)[self.iz.size:]
+            _, dl, dlam = sp_weights(self.sp, self.C * g, np.full(self.im.size, MIXED, np.int8), lam)
             c = (self.C**2) * dl
             Jl[self.iz.size:self.ifree.size] = -self.C * dlam
         return SchurFactor(blocks, c), Jl
@@ -746,7 +762,7 @@ class SVMSystem(PathSystem):
         k = self.ifree.size
         if idx is not None:  # only the rows of the samples involved
             i = idx % self.n
-            g = 1.0 - self._Qcols()[i] @ theta[:k] - self.y[i] * theta[k]
+            g = 1.0 - theta[:k] @ self._Qrows()[:, i] - self.y[i] * theta[k]
             if self.ipe.size:
                 g -= self._cache["Qpe"][i]
             if "pos" not in self._cache:
@@ -768,7 +784,7 @@ class SVMSystem(PathSystem):
         if idx is not None:
             return super().events_many(thetas, lams, idx)
         k = self.ifree.size
-        G = 1.0 - thetas[:, :k] @ self._Qcols().T - np.outer(thetas[:, k], self.y) - self._cache["Qpe"]
+        G = 1.0 - thetas[:, :k] @ self._Qrows() - np.outer(thetas[:, k], self.y) - self._cache["Qpe"]
         A = np.repeat(self.a[None, :], lams.size, axis=0)
         A[:, self.ifree] = thetas[:, :k]
         out = np.empty((lams.size, 2 * self.n))
