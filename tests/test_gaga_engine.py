@@ -405,9 +405,16 @@ def test_schur_factor_solves_like_the_dense_factor(seed, n1, n2, dup):
 
 
 def test_steps_overshooting_the_end_of_a_branch_are_retaken_not_taken_for_folds():
-    """With long steps the solver overshoots critical points past which the branch ends; such a
-    step is retaken shorter, and the critical points are those found with short steps."""
+    """An SVM margin leaving M at g = 0 (linear SP): past it the path of the old sets goes on only
+    if v*'s closed form is continued below ell = 0.  Clipped there (as a regularizer whose form
+    needs ell > 0 is), Newton stalls past the crossing and long steps that overshoot it are
+    retaken shorter; either way the critical points are those found with short steps."""
     from sklearn.datasets import load_breast_cancer
+
+    from spl_bench.sp.linear import LinearSP
+
+    class ClippedLinearSP(LinearSP):
+        clip_mixed_loss = True
 
     X, y = load_breast_cancer(return_X_y=True)
     rng = np.random.default_rng(1)
@@ -415,10 +422,13 @@ def test_steps_overshooting_the_end_of_a_branch_are_retaken_not_taken_for_folds(
     X, y = X[i][:, :6], np.where(y[i] > 0, 1.0, -1.0)
     X = (X - X.mean(0)) / X.std(0)
     y[rng.random(80) < 0.3] *= -1
-    kw = dict(model="svm", sp="linear", lam_range=(0.1, 3.0), C=1.0, gamma=0.2)
-    long = age_path(X, y, **kw)
-    short = age_path(X, y, **kw, options=EngineOptions(max_step=0.002))
-    assert long.meta["n_retaken_steps"] > 0
-    ev, ev0 = [(e["kind"], e["lam"]) for e in long.events], [(e["kind"], e["lam"]) for e in short.events]
-    assert [k for k, _ in ev] == [k for k, _ in ev0]
-    assert np.allclose([t for _, t in ev], [t for _, t in ev0], rtol=1e-8, atol=1e-10)
+    kw = dict(model="svm", lam_range=(0.1, 3.0), C=1.0, gamma=0.2)
+    smooth = age_path(X, y, sp="linear", **kw)
+    clipped = age_path(X, y, sp=ClippedLinearSP(), **kw)
+    short = age_path(X, y, sp="linear", **kw, options=EngineOptions(max_step=0.002))
+    assert smooth.meta["n_retaken_steps"] == 0 and clipped.meta["n_retaken_steps"] > 0
+    ev0 = [(e["kind"], e["lam"]) for e in short.events]
+    for path in (smooth, clipped):
+        ev = [(e["kind"], e["lam"]) for e in path.events]
+        assert [k for k, _ in ev] == [k for k, _ in ev0]
+        assert np.allclose([t for _, t in ev], [t for _, t in ev0], rtol=1e-8, atol=1e-10)

@@ -99,3 +99,22 @@ def test_bad_parameters_are_clear():
     assert {"hard", "linear", "mixture", "log", "polynomial"} <= set(REGISTRY.names())
     with pytest.raises(FloatingPointError):
         get_sp("linear").v_star([np.nan], 1.0)
+
+
+@pytest.mark.parametrize("name", ["linear", "log", "polynomial"])
+@settings(max_examples=20, deadline=None)
+@given(lam=st.floats(0.1, 0.9), eps=st.floats(1e-6, 1e-3))
+def test_closed_forms_declared_smooth_across_zero_are(name, lam, eps):
+    """``clip_mixed_loss = False`` lets the path engine continue v* just below ell = 0: the closed
+    form must be finite there and its derivative must match central differences across 0."""
+    sp = get_sp(name)
+    assert sp.clip_mixed_loss is False
+    ell = np.array([-eps, 0.0, eps])
+    v = sp._v_mixed(ell, lam)
+    dv, _ = sp._dv_mixed(np.array([0.0]), lam)
+    assert np.isfinite(v).all()
+    assert (v[2] - v[0]) / (2 * eps) == pytest.approx(float(dv[0]), rel=1e-2, abs=1e-9)
+
+
+def test_the_mixture_form_needs_positive_losses():
+    assert get_sp("mixture").clip_mixed_loss is True

@@ -149,6 +149,16 @@ def _merge_duplicates(
     return group, size, lu, keep_r
 
 
+def groups_hint(labels: NDArray[np.intp]) -> tuple[NDArray[np.intp], Array, NDArray[np.intp]] | None:
+    """A :class:`Factor` ``hint`` from known labels of the rows (= columns): equal labels are
+    rows expected to be equal (duplicated samples).  ``None`` if all labels differ."""
+    _, keep, group = np.unique(labels, return_index=True, return_inverse=True)
+    if keep.size == labels.size:
+        return None
+    group = np.asarray(group).ravel()
+    return group, np.bincount(group).astype(float), keep
+
+
 class SchurBlocks:
     """The parts of a block system that stay fixed while the index sets do.
 
@@ -162,8 +172,9 @@ class SchurBlocks:
     by :class:`Factor` (duplicated rows and columns merged: the minimum-norm solves).
     """
 
-    def __init__(self, A: Array, B: Array, C0: Array, D0: Array, i1: NDArray[np.intp], i2: NDArray[np.intp]) -> None:
-        self.A = Factor(A)
+    def __init__(self, A: Array, B: Array, C0: Array, D0: Array, i1: NDArray[np.intp], i2: NDArray[np.intp],
+                 hint: tuple[NDArray[np.intp], Array, NDArray[np.intp]] | None = None) -> None:
+        self.A = Factor(A, hint=hint)
         self.i1, self.i2 = i1, i2
         self.B, self.C0, self.D0 = B, C0, D0
         self.AiB = self.A.solve(B) if B.shape[1] else np.zeros((A.shape[0], 0))

@@ -48,7 +48,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import expit
 
-from spl_bench.gaga.linalg import AnyFactor, Factor, SchurBlocks, SchurFactor
+from spl_bench.gaga.linalg import AnyFactor, Factor, SchurBlocks, SchurFactor, groups_hint
 from spl_bench.models import Model, Params
 from spl_bench.models.lasso import LassoModel
 from spl_bench.models.logistic import LogisticModel
@@ -75,11 +75,16 @@ def sp_v(sp: SPRegularizer, ell: Array, code: NDArray[np.int8], lam: Any) -> Arr
     mid = code == MIXED
     with np.errstate(all="ignore"):
         if mid.all():
-            return sp._v_mixed(np.maximum(ell, 1e-100), lam)
+            return sp._v_mixed(_mixed_loss(sp, ell), lam)
         v = np.broadcast_to((code == EASY).astype(float), ell.shape).copy()
         if mid.any():
-            v[..., mid] = sp._v_mixed(np.maximum(ell[..., mid], 1e-100), lam)
+            v[..., mid] = sp._v_mixed(_mixed_loss(sp, ell[..., mid]), lam)
     return v
+
+
+def _mixed_loss(sp: SPRegularizer, ell: Array) -> Array:
+    """Losses as ``_v_mixed`` takes them: clipped at 1e-100 unless its form is smooth across 0."""
+    return np.maximum(ell, 1e-100) if sp.clip_mixed_loss else ell
 
 
 def sp_weights(
@@ -89,14 +94,13 @@ def sp_weights(
     v = sp_v(sp, ell, code, lam)
     mid = code == MIXED
     if mid.all():
-        em = np.maximum(ell, 1e-100)
         with np.errstate(all="ignore"):
-            return (v, *sp._dv_mixed(em, lam))
+            return (v, *sp._dv_mixed(_mixed_loss(sp, ell), lam))
     dl = np.zeros_like(ell)
     dlam = np.zeros_like(ell)
     if mid.any():
         with np.errstate(all="ignore"):
-            dl[mid], dlam[mid] = sp._dv_mixed(np.maximum(ell[mid], 1e-100), lam)
+            dl[mid], dlam[mid] = sp._dv_mixed(_mixed_loss(sp, ell[mid]), lam)
     return v, dl, dlam
 
 
@@ -577,8 +581,12 @@ class SVMSystem(PathSystem):
         self.n_events = 2 * self.n
         self._cache: dict[str, Any] = {}
         self._K_sub: tuple[NDArray[np.intp], Array] | None = None  # the latest K[idx, idx] (ACS)
+        # identical samples (x and y) have equal rows and columns in Q: their group labels make
+        # the merge of a singular system (linalg.Factor) a hint to check, not a search
+        _, dup, counts = np.unique(np.column_stack([X, y]), axis=0, return_inverse=True, return_counts=True)
+        self.duplicates: NDArray[np.intp] | None = np.asarray(dup).ravel() if np.any(counts > 1) else None
         #: ACS steps: the exact warm-started active-set fit first (libsvm when it gives up)
-        self.dual_solver: WeightedSVMDual | None = WeightedSVMDual(self.Q, y)
+        self.dual_solver: WeightedSVMDual | None = WeightedSVMDual(self.Q, y, duplicates=self.duplicates)
         self._last_fit: tuple[Array, float, Array] | None = None  # (a, b, g) of its latest fit
 
     # ------------------------------------------------------------------ state
@@ -726,7 +734,8 @@ class SVMSystem(PathSystem):
             A[nz, :nz] = self.y[self.iz]
             B = np.vstack([-Qff[:nz, nz:], self.y[self.im][None, :]])
             C0 = np.hstack([Qff[nz:, :nz], self.y[self.im][:, None]])
-            blocks = SchurBlocks(A, B, C0, Qff[nz:, nz:], i1, i2)
+            hint = None if self.duplicates is None else groups_hint(np.append(self.duplicates[self.iz], -1))
+            blocks = SchurBlocks(A, B, C0, Qff[nz:, nz:], i1, i2, hint=hint)
             self._cache["schur"] = blocks
         if not blocks.usable:
             return super().factor(theta, lam, hint)
@@ -972,9 +981,11 @@ class WeightedSVMDual:
     when it is warm-started from that solution.
     """
 
-    def __init__(self, Q: Array, y: Array, tol: float = 1e-9, max_rounds: int = 30) -> None:
+    def __init__(self, Q: Array, y: Array, tol: float = 1e-9, max_rounds: int = 30,
+                 duplicates: NDArray[np.intp] | None = None) -> None:
         self.Q = Q
         self.y = y
+        self.duplicates = duplicates  # group label of each sample (identical x and y), if any
         self.tol = tol
         self.max_rounds = max_rounds
         self._factor: tuple[bytes, Factor, Array] | None = None  # (Z, its factor, Q[:, Z])
@@ -1008,7 +1019,8 @@ class WeightedSVMDual:
                 M[:-1, -1] = y[z]
                 M[-1, :-1] = y[z]
                 M[-1, -1] = 0.0
-                self._factor = (key, Factor(M), np.ascontiguousarray(Q[:, z]))
+                hint = None if self.duplicates is None else groups_hint(np.append(self.duplicates[z], -1))
+                self._factor = (key, Factor(M, hint=hint), np.ascontiguousarray(Q[:, z]))
             fac, Qz = self._factor[1], self._factor[2]
             p = np.flatnonzero(P)
             pkey = p.tobytes()

@@ -33,6 +33,10 @@ class SPRegularizer(ABC):
     """Base class of SP-regularizers (GAGA paper, Definition 2)."""
 
     name: str = "base"
+    #: ``_v_mixed`` needs ``ell > 0`` (the path engine clips at 1e-100); ``False`` where its closed
+    #: form extends smoothly below 0, so that a path can be continued just past ``lo = 0``
+    #: (an SVM margin ``g`` crossing 0 out of M) and Newton converges quadratically there
+    clip_mixed_loss: bool = True
 
     # ------------------------------------------------------------------ params
     def get_params(self) -> dict[str, float]:

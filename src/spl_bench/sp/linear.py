@@ -16,6 +16,8 @@ from spl_bench.sp.base import SPRegularizer
 class LinearSP(SPRegularizer):
     """``v* = 1 - ell/lam`` for ``0 < ell < lam``; ``E = {ell == 0}``, ``D = {ell >= lam}``."""
 
+    clip_mixed_loss = False  # the closed form is smooth across ell = 0
+
     def penalty(self, v: ArrayLike, lam: float) -> NDArray[np.float64]:
         v = np.asarray(v, dtype=float)
         return lam * (0.5 * v**2 - v)

@@ -24,6 +24,8 @@ from spl_bench.sp.base import SPRegularizer
 class LogSP(SPRegularizer):
     """LOG regularizer; ``E = {ell == 0}``, ``M = {0 < ell < lam}``, ``D = {ell >= lam}``."""
 
+    clip_mixed_loss = False  # the closed form is smooth across ell = 0
+
     def check_lam(self, lam: float) -> float:
         lam = float(lam)
         if not 0.0 < lam < 1.0:

@@ -19,6 +19,8 @@ from spl_bench.sp.base import SPRegularizer
 class PolynomialSP(SPRegularizer):
     """Polynomial regularizer of order ``t > 1``."""
 
+    clip_mixed_loss = False  # the closed form is smooth across ell = 0
+
     def __init__(self, t: float = 1.2) -> None:
         t = float(t)
         if not t > 1.0:
