@@ -988,8 +988,8 @@ class WeightedSVMDual:
         self.duplicates = duplicates  # group label of each sample (identical x and y), if any
         self.tol = tol
         self.max_rounds = max_rounds
-        self._factor: tuple[bytes, Factor, Array] | None = None  # (Z, its factor, Q[:, Z])
-        self._cols_P: tuple[bytes, Array] | None = None  # (P, Q[:, P])
+        self._factor: tuple[bytes, Factor, Array] | None = None  # (Z, its factor, Q[Z, :])
+        self._cols_P: tuple[bytes, Array] | None = None  # (P, Q[P, :])
         self._last: tuple[Array, NDArray[np.bool_], NDArray[np.bool_]] | None = None  # (a, Z, P)
         self.n_fits = 0
         self.n_fallbacks = 0
@@ -1014,25 +1014,26 @@ class WeightedSVMDual:
                 break
             key = z.tobytes()
             if self._factor is None or self._factor[0] != key:
+                Qz = Q[z]  # rows = columns (Q is symmetric); a row gather is a contiguous copy
                 M = np.empty((z.size + 1, z.size + 1))
-                M[:-1, :-1] = Q[np.ix_(z, z)]
+                M[:-1, :-1] = Qz[:, z]
                 M[:-1, -1] = y[z]
                 M[-1, :-1] = y[z]
                 M[-1, -1] = 0.0
                 hint = None if self.duplicates is None else groups_hint(np.append(self.duplicates[z], -1))
-                self._factor = (key, Factor(M, hint=hint), np.ascontiguousarray(Q[:, z]))
+                self._factor = (key, Factor(M, hint=hint), Qz)
             fac, Qz = self._factor[1], self._factor[2]
             p = np.flatnonzero(P)
             pkey = p.tobytes()
             if self._cols_P is None or self._cols_P[0] != pkey:
-                self._cols_P = (pkey, np.ascontiguousarray(Q[:, p]))
-            qP = self._cols_P[1] @ u[p]
+                self._cols_P = (pkey, Q[p])  # a row gather: contiguous, unlike Q[:, p]
+            qP = u[p] @ self._cols_P[1]
             sol = fac.solve(np.append(1.0 - qP[z], -float(y[p] @ u[p])))
             a = np.zeros_like(u)
             a[p] = u[p]
             a[z] = sol[:-1]
             b = float(sol[-1])
-            g = 1.0 - qP - Qz @ sol[:-1] - y * b
+            g = 1.0 - qP - sol[:-1] @ Qz - y * b
             if not (np.isfinite(g).all() and np.isfinite(b)):
                 break
             if abs(float(g[z].max(initial=0.0))) > tol or abs(float(g[z].min(initial=0.0))) > tol \
