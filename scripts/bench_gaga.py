@@ -14,6 +14,10 @@ output says so (column ``acs_fine_extrapolated``).  All in one process; wall-clo
 process CPU times are both recorded (``*_cpu_s``): on a shared 2-core machine the CPU
 times, and the ratios computed from them, are the ones to read.  GAGA runs with one BLAS
 thread (``EngineOptions.blas_threads``), and so does ACS here.
+ACS is timed twice: with the model's own solver for each v-weighted fit (the paper's
+baseline: scikit-learn's lasso, libsvm), and with the fits GAGA's warm starts use (the
+exact warm-started active-set solvers of ``spl_bench.gaga.systems``; columns ``acs_own*``),
+so that the part of each ratio due to the inner solver can be read off.
 Writes ``results/bench/gaga.{csv,md}`` and, with two or more synthetic sizes, the scaling
 figure ``gaga_scaling.png`` (paper Fig. 5; ``--plot-only`` redraws it from the CSV).
 
@@ -35,6 +39,7 @@ from threadpoolctl import threadpool_limits
 
 from spl_bench.gaga import age_path
 from spl_bench.gaga.engine import ODE_METHODS, EngineOptions
+from spl_bench.gaga.systems import make_system
 from spl_bench.methods.acs import acs_solve, lambda_grid
 from spl_bench.models import get_model
 from spl_bench.sp import get_sp
@@ -72,7 +77,30 @@ def load_case(name: str, quick: bool, seed: int = 40, max_n: int | None = None):
     return "svm", {"C": 1.0, "kernel": "rbf", "gamma": "scale"}, _std(Xtr), ytr
 
 
-def time_acs(model_name, mparams, sp, X, y, grid, max_points=None, n_chunks=5):
+class SystemFits:
+    """A model whose v-weighted fits are those of GAGA's warm starts (``PathSystem.fit_weighted``).
+
+    ``acs_solve`` then runs the same ACS iterations with the exact warm-started active-set
+    solvers instead of the model's own solver; losses and KKT checks are the model's.
+    """
+
+    def __init__(self, model, sp, X, y):
+        self.model = model
+        self.system = make_system(model, sp, X, y)
+
+    def fit_weighted(self, X, y, v, warm=None):
+        if warm is None:
+            return self.model.fit_weighted(X, y, v)
+        return self.system.fit_weighted(v, warm)
+
+    def losses(self, params, X, y):
+        return self.model.losses(params, X, y)
+
+    def kkt_violation(self, params, X, y, v):
+        return self.model.kkt_violation(params, X, y, v)
+
+
+def time_acs(model_name, mparams, sp, X, y, grid, max_points=None, n_chunks=5, own_fits=False):
     """Seconds for warm-started ACS along the whole ``grid`` (GAGA Algorithm 1 at each age).
 
     With ``max_points`` smaller than the grid, ACS is timed on ``n_chunks`` runs of
@@ -81,11 +109,13 @@ def time_acs(model_name, mparams, sp, X, y, grid, max_points=None, n_chunks=5):
     is scaled to the whole grid; the early (small-age) ages alone would overstate it.
     """
     with threadpool_limits(limits=1, user_api="blas"):  # like GAGA: CPU times comparable
-        return _time_acs(model_name, mparams, sp, X, y, grid, max_points, n_chunks)
+        return _time_acs(model_name, mparams, sp, X, y, grid, max_points, n_chunks, own_fits)
 
 
-def _time_acs(model_name, mparams, sp, X, y, grid, max_points, n_chunks):
+def _time_acs(model_name, mparams, sp, X, y, grid, max_points, n_chunks, own_fits):
     model = get_model(model_name, **mparams)
+    if own_fits:
+        model = SystemFits(model, sp, X, y)
     p0 = model.fit_weighted(X, y, np.ones(len(y)))
     if max_points is None or max_points >= len(grid):
         t0, c0 = time.perf_counter(), time.process_time()
@@ -185,12 +215,16 @@ def main() -> None:
         t_gaga, c_gaga = time.perf_counter() - t0, time.process_time() - c0
         cc = path.critical_counts()
         if args.no_acs:
-            t_coarse = c_coarse = t_fine = c_fine = np.nan
+            t_coarse = c_coarse = t_fine = c_fine = c_own_coarse = c_own_fine = np.nan
             extrap = None
         else:
             t_coarse, c_coarse, _ = time_acs(model_name, mparams, sp, X, y, lambda_grid(args.lam_min, lam_max, 0.5))
             t_fine, c_fine, extrap = time_acs(model_name, mparams, sp, X, y,
                                               lambda_grid(args.lam_min, lam_max, 0.01), args.acs_fine_max)
+            _, c_own_coarse, _ = time_acs(model_name, mparams, sp, X, y, lambda_grid(args.lam_min, lam_max, 0.5),
+                                          own_fits=True)
+            _, c_own_fine, _ = time_acs(model_name, mparams, sp, X, y, lambda_grid(args.lam_min, lam_max, 0.01),
+                                        args.acs_fine_max, own_fits=True)
         row = {
             "case": case, "n": X.shape[0], "d": X.shape[1], "sp": args.sp, "lam_max": lam_max,
             "gaga_s": t_gaga, "acs_step0.5_s": t_coarse, "acs_step0.01_s": t_fine,
@@ -198,6 +232,9 @@ def main() -> None:
             "ratio_acs0.5_over_gaga": t_coarse / t_gaga, "ratio_acs0.01_over_gaga": t_fine / t_gaga,
             "gaga_cpu_s": c_gaga, "acs_step0.5_cpu_s": c_coarse, "acs_step0.01_cpu_s": c_fine,
             "cpu_ratio_acs0.5_over_gaga": c_coarse / c_gaga, "cpu_ratio_acs0.01_over_gaga": c_fine / c_gaga,
+            "acs_own_step0.5_cpu_s": c_own_coarse, "acs_own_step0.01_cpu_s": c_own_fine,
+            "cpu_ratio_acs_own0.5_over_gaga": c_own_coarse / c_gaga,
+            "cpu_ratio_acs_own0.01_over_gaga": c_own_fine / c_gaga,
             "turning": cc["turning"], "jump": cc["jump"], "restarts": path.n_restarts,
             "points": len(path), "cpu_ms_per_critical_point": 1e3 * c_gaga / max(1, cc["turning"] + cc["jump"]),
             "authors_code_s": None,
