@@ -226,7 +226,6 @@ class _Tracker:
         self.n_stiff_switches = 0  # segments handed from RK45 to LSODA (method "auto")
         self.n_retaken_steps = 0  # steps retaken shorter: no partial optimum at their end
         self.last_factor: AnyFactor | None = None  # factorised J of the latest rhs evaluation
-        self._merge_hint: tuple[NDArray[np.intp], Array, NDArray[np.intp]] | None = None  # Factor.groups
         self.last_sign = 0.0  # its sign of det J
         # ((lam, sets version), theta, rhs) of the latest rhs evaluation
         self._rhs_memo: tuple[tuple[float, int], Array, Array] | None = None
@@ -240,8 +239,7 @@ class _Tracker:
         if memo is not None and memo[0] == (lam, self.sys.version) and np.array_equal(memo[1], theta):
             return memo[2].copy()  # the same point again (recorded, then continued from)
         self.n_rhs += 1
-        f, Jl = self.sys.factor(theta, lam, self._merge_hint)
-        self._merge_hint = f.groups if f.groups is not None else self._merge_hint
+        f, Jl = self.sys.factor(theta, lam)
         self.last_factor, self.last_sign = f, f.sign
         if f.singular:
             self.n_singular += 1

@@ -37,9 +37,8 @@ class Factor:
         if J.shape[0] == 0:
             self.sign = 1.0
             return
-        # the groups of the previous factor (``hint``: the sets, hence the duplicated
-        # samples on the margin, rarely change between consecutive systems): if they still
-        # hold, J is singular and the merged LU is all that is needed
+        # groups expected to be equal (``hint``: the caller knows its duplicated samples):
+        # if they hold, J is singular and the merged LU is all that is needed
         if hint is not None and _groups_hold(J, hint[0], hint[2]):
             lu_m = _lu(np.ascontiguousarray(J[np.ix_(hint[2], hint[2])]))
             if lu_m is not None:
@@ -67,7 +66,7 @@ class Factor:
 
     @property
     def groups(self) -> tuple[NDArray[np.intp], Array, NDArray[np.intp]] | None:
-        """The merged groups (a ``hint`` for the next factor), if any."""
+        """The merged groups, if any (usable as the ``hint`` of a factor of a matrix with the same groups)."""
         return None if self.merged is None else (self.merged[0], self.merged[1], self.merged[3])
 
     def solve(self, rhs: Array) -> Array:
@@ -193,8 +192,6 @@ class SchurFactor:
     ``det J = det A det S`` (``i1`` / ``i2`` permute rows and columns alike).
     """
 
-    groups = None  # no merge hint for the next factor: ``A``'s merge is kept with the blocks
-
     def __init__(self, blocks: SchurBlocks, c: Array) -> None:
         self.b = blocks
         self.c = c
@@ -243,5 +240,5 @@ def det_sign(J: Array) -> float:
     return float(s)
 
 
-#: what a system's ``factor`` returns (both have ``n``, ``sign``, ``singular``, ``groups``, ``solve``)
+#: what a system's ``factor`` returns (both have ``n``, ``sign``, ``singular``, ``solve``)
 AnyFactor = Factor | SchurFactor

@@ -176,11 +176,15 @@ class PathSystem(ABC):
     @abstractmethod
     def jacobians(self, theta: Array, lam: float) -> tuple[Array, Array]: ...
 
-    def factor(self, theta: Array, lam: float, hint: Any = None) -> tuple[AnyFactor, Array]:
-        """``(factorised J_theta, J_lam)`` at ``(theta, lam)``; ``hint``: :attr:`Factor.groups`
-        of a previous factor.  Systems with structure override it."""
+    def factor(self, theta: Array, lam: float) -> tuple[AnyFactor, Array]:
+        """``(factorised J_theta, J_lam)`` at ``(theta, lam)``.  Systems with structure override it."""
         J, Jl = self.jacobians(theta, lam)
-        return Factor(J, hint=hint), Jl
+        return Factor(J, hint=self._merge_hint()), Jl
+
+    def _merge_hint(self) -> tuple[NDArray[np.intp], Array, NDArray[np.intp]] | None:
+        """Rows (= columns) of ``J_theta`` known to be equal for the current sets (a
+        :class:`Factor` ``hint``), if any."""
+        return None
 
     @abstractmethod
     def residual_scale(self) -> float:
@@ -677,10 +681,27 @@ class SVMSystem(PathSystem):
         return 1.0 - theta[:k] @ Qr - self._cache["Qpe"] - self.y * theta[k]
 
     def _g_free(self, theta: Array) -> Array:
-        """Margins of the samples with free variables only (E_Z, then M): all ``F`` needs."""
+        """Margins of the samples with free variables only (E_Z, then M): all ``F`` and ``J``
+        need.  Memoised for the latest point (per sets): Newton evaluates the residual and
+        then the factor at the same point."""
+        hit = self._cache.get("g_free")
+        if hit is not None and np.array_equal(hit[0], theta):
+            return hit[1]
         Qff = self._Qff()
         k = self.ifree.size
-        return 1.0 - Qff @ theta[:k] - self._cache["Qpe_f"] - self.y[self.ifree] * theta[k]
+        g = 1.0 - Qff @ theta[:k] - self._cache["Qpe_f"] - self.y[self.ifree] * theta[k]
+        self._cache["g_free"] = (theta.copy(), g)
+        return g
+
+    def _merge_hint(self) -> tuple[NDArray[np.intp], Array, NDArray[np.intp]] | None:
+        """Duplicated samples both in E_Z: equal rows and columns of ``J_theta`` (not in M,
+        whose rows carry the identity)."""
+        if self.duplicates is None:
+            return None
+        if "merge_hint" not in self._cache:
+            labels = np.concatenate([self.duplicates[self.iz], -2 - np.arange(self.im.size), [-1]])
+            self._cache["merge_hint"] = groups_hint(labels)
+        return self._cache["merge_hint"]
 
     def residual(self, theta: Array, lam: float) -> Array:
         k = self.ifree.size
@@ -713,7 +734,7 @@ class SVMSystem(PathSystem):
         J[k, :k] = self.y[self.ifree]
         return J, Jl
 
-    def factor(self, theta: Array, lam: float, hint: Any = None) -> tuple[AnyFactor, Array]:
+    def factor(self, theta: Array, lam: float) -> tuple[AnyFactor, Array]:
         """``J_theta`` by its Schur complement on the M rows (only they change with the point).
 
         Unknowns ``(a_Z, b)`` and ``a_M``: the Z rows and ``y^T a`` are fixed per sets,
@@ -721,7 +742,7 @@ class SVMSystem(PathSystem):
         are built once per set configuration; each point costs one ``|M| x |M|`` LU.
         """
         if self.iz.size < SCHUR_MIN_Z:  # small systems: one dense LU costs less than the bookkeeping
-            return super().factor(theta, lam, hint)
+            return super().factor(theta, lam)
         blocks = self._cache.get("schur")
         if blocks is None:
             k, nz = self.ifree.size, self.iz.size
@@ -738,7 +759,7 @@ class SVMSystem(PathSystem):
             blocks = SchurBlocks(A, B, C0, Qff[nz:, nz:], i1, i2, hint=hint)
             self._cache["schur"] = blocks
         if not blocks.usable:
-            return super().factor(theta, lam, hint)
+            return super().factor(theta, lam)
         Jl = np.zeros(self.ifree.size + 1)
         c = np.zeros(self.im.size)
         if self.im.size:
@@ -1036,8 +1057,7 @@ class WeightedSVMDual:
             g = 1.0 - qP - sol[:-1] @ Qz - y * b
             if not (np.isfinite(g).all() and np.isfinite(b)):
                 break
-            if abs(float(g[z].max(initial=0.0))) > tol or abs(float(g[z].min(initial=0.0))) > tol \
-                    or abs(float(y @ a)) > tol_a:
+            if float(np.abs(g[z]).max()) > tol or abs(float(y @ a)) > tol_a:
                 break  # a singular system without an exact solution: libsvm decides
             low = Z & (a < -tol_a)
             high = Z & (a > u + tol_a)
