@@ -92,8 +92,10 @@ def smo_box(
     if np.any(free):
         b = float(v[free].mean())
     else:
-        up = np.where(pos, alpha < hi, alpha > lo)
-        low = np.where(pos, alpha > lo, alpha < hi)
+        # the sets of the loop (1e-14 from a bound counts as at it: an update can leave a
+        # coefficient at 1e-61 instead of 0, which must not make it movable both ways)
+        up = np.where(pos, alpha < hi - 1e-14, alpha > lo + 1e-14)
+        low = np.where(pos, alpha > lo + 1e-14, alpha < hi - 1e-14)
         ends = [float(v[up].max())] if np.any(up) else []
         ends += [float(v[low].min())] if np.any(low) else []
         b = float(np.mean(ends)) if ends else 0.0
