@@ -326,7 +326,8 @@ def test_singular_jacobian_falls_back_to_least_squares():
 def test_duplicated_rows_and_columns_give_the_minimum_norm_solution(seed, k, dup):
     """A J with groups of equal rows and equal columns (duplicated samples on the margin): the
     merged LU solve equals the pseudo-inverse solution, for a consistent and an inconsistent
-    right-hand side (least squares)."""
+    right-hand side (least squares).  The sign of the factor is that of the merged system's
+    determinant (the fold test of a path with duplicated samples on the margin)."""
     from spl_bench.gaga.engine import Factor
 
     rng = np.random.default_rng(seed)
@@ -336,10 +337,12 @@ def test_duplicated_rows_and_columns_give_the_minimum_norm_solution(seed, k, dup
     rng.shuffle(perm := np.arange(idx.size))
     J = J[np.ix_(perm, perm)]
     f = Factor(J)
-    assert f.singular and f.sign == 0.0 and f.merged is not None
+    assert f.singular and f.merged is not None
+    assert f.sign == np.linalg.slogdet(A)[0]  # the merged system is A itself, up to a symmetric permutation
     # the groups passed on to the next factor: used when they hold, ignored when they do not
     J2 = J + 1e-3 * (J != 0) * np.add.outer(idx[perm], idx[perm])  # same duplicate structure
     hinted = Factor(J2, hint=f.groups)
+    assert hinted.sign == np.linalg.slogdet(A + 1e-3 * (A != 0) * np.add.outer(np.arange(k), np.arange(k)))[0]
     J3 = J2 + np.diag(np.arange(idx.size) * 1e-2)  # duplicates broken: non-singular
     unhinted = Factor(J3, hint=f.groups)
     assert not unhinted.singular and unhinted.merged is None

@@ -691,8 +691,7 @@ class _Tracker:
         for _ in range(60):
             m = 0.5 * (a + b)
             th, _ = self.newton(dense(m)[:-1], m)
-            Jm, _ = sysm.jacobians(th, m)
-            if det_sign(Jm) == sign0:
+            if sysm.factor(th, m)[0].sign == sign0:  # (the system's factor: merged duplicates too)
                 a = m
             else:
                 b = m

@@ -18,7 +18,8 @@ class Factor:
     """LU factorisation of ``J`` with a least-squares (pseudo-inverse) fallback when singular.
 
     GAGA appendix A.2.  ``singular`` tells whether the fallback is used, ``sign``
-    is the sign of ``det J`` (0 when singular).  Solutions are never NaN.
+    is the sign of ``det J`` (0 when singular; for merged duplicates, that of the merged
+    system, the one whose sign changes at a fold).  Solutions are never NaN.
 
     The common singular case is duplicated training rows (mfeat-pixel has some): two
     identical samples on the margin give ``J`` two equal rows and two equal columns,
@@ -43,17 +44,18 @@ class Factor:
             lu_m = _lu(np.ascontiguousarray(J[np.ix_(hint[2], hint[2])]))
             if lu_m is not None:
                 self.merged = (hint[0], hint[1], lu_m, hint[2])
+                self.sign = _lu_sign(lu_m)
                 return
         # LAPACK getrf directly: the scipy.linalg wrappers cost more than the factorisation
         # of the small systems of a path (tens of microseconds per call, many thousand calls)
         lu = _lu(J)
         if lu is not None:
             self.lu = lu
-            piv = lu[1]
-            parity = int(np.count_nonzero(piv != np.arange(piv.size))) % 2
-            self.sign = float(np.prod(np.sign(np.diag(lu[0])))) * (-1.0 if parity else 1.0)
+            self.sign = _lu_sign(lu)
         elif np.isfinite(J).all():
             self.merged = _merge_duplicates(J)
+            if self.merged is not None:
+                self.sign = _lu_sign(self.merged[2])
 
     @property
     def n(self) -> int:
@@ -96,6 +98,13 @@ class Factor:
         except (ValueError, np.linalg.LinAlgError):
             x = np.zeros(rhs.shape)
         return np.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0)
+
+
+def _lu_sign(lu: tuple[Array, NDArray[np.int32]]) -> float:
+    """Sign of the determinant from ``getrf``'s factors (diagonal of ``U``, pivot parity)."""
+    piv = lu[1]
+    parity = int(np.count_nonzero(piv != np.arange(piv.size))) % 2
+    return float(np.prod(np.sign(np.diag(lu[0])))) * (-1.0 if parity else 1.0)
 
 
 def _lu(J: Array) -> tuple[Array, NDArray[np.int32]] | None:
