@@ -387,6 +387,8 @@ def test_estimator_passes_the_svm_fit_choice_to_the_engine():
     on, off = GAGA(**kw).fit(X, y), GAGA(**kw, svm_active_set=False).fit(X, y)
     assert on.path_.meta["n_acs_fits"] > 0 and "n_acs_fits" not in off.path_.meta
     assert GAGA(**kw, svm_active_set=False).get_params()["svm_active_set"] is False
+    no_skip = GAGA(**kw, acs_skip=False).fit(X, y)
+    assert no_skip.path_.meta["n_acs_skips"] == 0 and no_skip.get_params()["acs_skip"] is False
 
 
 @settings(max_examples=10, deadline=None)

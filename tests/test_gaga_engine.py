@@ -432,3 +432,63 @@ def test_steps_overshooting_the_end_of_a_branch_are_retaken_not_taken_for_folds(
         ev = [(e["kind"], e["lam"]) for e in path.events]
         assert [k for k, _ in ev] == [k for k, _ in ev0]
         assert np.allclose([t for _, t in ev], [t for _, t in ev0], rtol=1e-8, atol=1e-10)
+
+
+def _noisy_cancer_svm(n: int, seed: int):
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    rng = np.random.default_rng(seed)
+    i = rng.choice(len(y), n, replace=False)
+    X, y = X[i][:, :6], np.where(y[i] > 0, 1.0, -1.0)
+    X = (X - X.mean(0)) / X.std(0)
+    y[rng.random(n) < 0.3] *= -1  # label noise: jump points, hence ACS warm starts
+    return X, y
+
+
+def test_svm_path_is_the_same_with_or_without_skipped_acs_iterations():
+    """Skipping creeping ACS iterations (affine extrapolation) changes no critical point."""
+    X, y = _noisy_cancer_svm(120, 1)
+    kw = dict(model="svm", sp="linear", lam_range=(0.1, 3.0), C=1.0, gamma=0.2)
+    fast = age_path(X, y, **kw)
+    plain = age_path(X, y, **kw, options=EngineOptions(acs_skip=False))
+    assert fast.meta["n_acs_skips"] >= 5 and fast.meta["n_acs_skipped"] > 200
+    assert plain.meta["n_acs_skips"] == 0
+    assert fast.meta["n_acs_fits"] < 0.5 * plain.meta["n_acs_fits"]
+    ev, ev0 = [(e["kind"], e["lam"]) for e in fast.events], [(e["kind"], e["lam"]) for e in plain.events]
+    assert [k for k, _ in ev] == [k for k, _ in ev0]
+    assert np.allclose([t for _, t in ev], [t for _, t in ev0], rtol=1e-9, atol=1e-12)
+    grid = np.linspace(0.11, 2.99, 300)
+    (a, b), (a0, b0) = fast.at(grid), plain.at(grid)
+    assert np.max(np.abs(a - a0)) <= 1e-8 and np.max(np.abs(b - b0)) <= 1e-8
+
+
+def test_skipped_acs_iterations_land_on_the_plain_acs_iterate(monkeypatch):
+    """Each skip of ``j`` ACS iterations lands where ``j`` plain ACS steps (on a fresh system,
+    whose fits guess their sets from scratch) go, to 1e-3 of the distance travelled."""
+    from spl_bench.gaga import engine
+    from spl_bench.gaga.systems import make_system
+
+    orig = engine._Tracker.acs_skip_ahead
+    errors = []
+
+    def checked(self, lam, p, hist):
+        before = self.n_acs_skipped
+        out = orig(self, lam, p, hist)
+        j = self.n_acs_skipped - before
+        if out is not None and 0 < j <= 400:
+            fresh = make_system(self.model, self.sp, self.X, self.y)
+            q = p
+            v = self.sp.v_star(fresh.losses(q), lam)
+            for _ in range(j):
+                q, v = engine.acs_step(fresh, lam, q, v)
+            moved = float(np.abs(q.dual_coef - p.dual_coef).max())
+            errors.append((float(np.abs(out[0].dual_coef - q.dual_coef).max()), moved))
+        return out
+
+    monkeypatch.setattr(engine._Tracker, "acs_skip_ahead", checked)
+    X, y = _noisy_cancer_svm(60, 0)
+    age_path(X, y, model="svm", sp="linear", lam_range=(0.1, 3.0), C=1.0, gamma=0.2)
+    assert len(errors) >= 5
+    for err, moved in errors:
+        assert moved > 0 and err <= 1e-3 * moved + 1e-10

@@ -74,6 +74,10 @@ class EngineOptions:
     # SVM ACS steps by the exact warm-started active-set solver (systems.WeightedSVMDual), libsvm
     # when it gives up; False: libsvm for every step
     svm_active_set: bool = True
+    # warm starts: where the ACS map is affine while the sets hold (SVM with the linear or hard
+    # SP), creeping iterations are skipped by extrapolating its dominant mode up to just before
+    # the first set change (Tracker.acs_skip_ahead); False: every ACS iteration is computed
+    acs_skip: bool = True
 
 
 @dataclass
@@ -127,6 +131,12 @@ class ColumnGroups:
 INTERIOR = np.array([0.2, 0.4, 0.6, 0.8])
 #: steps retaken shorter per segment when their end cannot be projected onto F = 0
 MAX_RETAKES = 4
+#: Tracker.acs_skip_ahead: |q| below this is "at 0"; rank-one test of the ACS differences; the
+#: fraction of the way to the first predicted set change that is skipped; fewest iterations skipped
+ACS_SKIP_ZERO = 1e-9
+ACS_SKIP_RANK1 = 1e-4
+ACS_SKIP_MARGIN = 0.9
+ACS_SKIP_MIN = 3
 
 #: scipy ODE solvers the engine can drive step by step (``EngineOptions.method``)
 ODE_SOLVERS: dict[str, type[OdeSolver]] = {"LSODA": LSODA, "BDF": BDF, "RK45": RK45, "DOP853": DOP853}
@@ -225,6 +235,8 @@ class _Tracker:
         self.n_failed_warm_starts = 0
         self.n_stiff_switches = 0  # segments handed from RK45 to LSODA (method "auto")
         self.n_retaken_steps = 0  # steps retaken shorter: no partial optimum at their end
+        self.n_acs_skips = 0  # affine extrapolations in warm starts (acs_skip_ahead)
+        self.n_acs_skipped = 0  # ACS iterations they skipped (a jump to a piece's fixed point: not counted)
         self.last_factor: AnyFactor | None = None  # factorised J of the latest rhs evaluation
         self.last_sign = 0.0  # its sign of det J
         # ((lam, sets version), theta, rhs) of the latest rhs evaluation
@@ -358,6 +370,7 @@ class _Tracker:
         v = self.sp.v_star(self.sys.losses(p), lam)
         dv_prev, next_try, gap = np.inf, 0, 2
         extrapolate = o.acs_extrapolate and p.dual_coef is None
+        hist: list[tuple[Array, Array, NDArray[np.int8]]] = []  # latest affine states (acs_skip_ahead)
         for it in range(1, o.acs_max_iter + 1):
             p_prev = p
             p, v_new = acs_step(self.sys, lam, p, v)
@@ -373,11 +386,74 @@ class _Tracker:
                     break
                 next_try, gap = it + gap, 2 * gap
             dv_prev = dv
+            if o.acs_skip and not converged:
+                ahead = self.acs_skip_ahead(lam, p, hist)
+                if ahead is not None:
+                    p, growth = ahead
+                    v = self.sp.v_star(self.sys.losses(p), lam)
+                    dv_prev = dv * growth  # the change per iteration ACS would have reached there
         # ACS alone (converged or out of iterations): its point, polished without the safeguards
         self.sys.init_from(p, lam)
         res = self.polish(lam, max_rounds=20)
         return (res <= 1e3 * o.newton_tol and self.sys.consistent(lam, o.event_tol).size == 0
                 and self.can_continue(lam))
+
+    def acs_skip_ahead(self, lam: float, p: Params,
+                       hist: list[tuple[Array, Array, NDArray[np.int8]]]) -> tuple[Params, float] | None:
+        """Skip ACS iterations where the ACS map is affine: ``(iterate j steps on, rho**j)`` or ``None``.
+
+        While the sets hold, ACS on an affine system (:meth:`PathSystem.acs_affine_state`:
+        the SVM with the linear or hard SP) is ``x_{k+1} = T x_k + c``.  After a jump it
+        creeps: ``T`` has one eigenvalue ``rho`` near 1 (the ghost of the vanished branch) and
+        the others decay, so the differences ``x_{k+1} - x_k`` become ``rho`` times the previous
+        one and ``x_{k+j} = x_k + (x_k - x_{k-1}) (rho + ... + rho^j)``.  Once three iterates
+        lie on one piece (same signs of ``q``) and the differences of ``x`` and ``q`` are
+        ``rho`` times the previous ones to ``ACS_SKIP_RANK1``, the iterate is moved to the
+        largest ``j`` whose predicted ``q`` stays at ``ACS_SKIP_MARGIN`` of the way to the
+        first sign change (the limit if ``rho < 1`` and it is reached first).  Plain ACS takes
+        over from there, so the set changes happen in ACS's own iterations, in ACS's order;
+        what is skipped are iterations that change no set.  (At least ``ACS_SKIP_MIN``.)
+        """
+        st = self.sys.acs_affine_state(p, lam)
+        if st is None:
+            hist.clear()
+            return None
+        x, q = st
+        pat = (np.sign(q) * (np.abs(q) > ACS_SKIP_ZERO)).astype(np.int8)
+        hist.append((x, q, pat))
+        del hist[:-3]
+        if len(hist) < 3 or not all(np.array_equal(h[2], pat) for h in hist[:2]):
+            return None
+        (x0, q0, _), (x1, q1, _) = hist[0], hist[1]
+        d0, d1, e0, e1 = x1 - x0, x - x1, q1 - q0, q - q1
+        n0 = float(d0 @ d0)
+        if not n0 > 0:
+            return None
+        rho = float(d1 @ d0) / n0
+        nd1, ne1 = float(np.linalg.norm(d1)), float(np.linalg.norm(e1))
+        if not (rho > 0 and np.linalg.norm(d1 - rho * d0) <= ACS_SKIP_RANK1 * nd1
+                and np.linalg.norm(e1 - rho * e0) <= ACS_SKIP_RANK1 * ne1):
+            return None
+        if np.any((pat == 0) & (np.abs(e1) > ACS_SKIP_ZERO)):  # a quantity at 0 about to leave it
+            return None
+        toward = (pat != 0) & (q * e1 < 0)
+        s_first = float(np.min(-q[toward] / e1[toward])) if np.any(toward) else np.inf
+        target = ACS_SKIP_MARGIN * s_first
+        if rho < 1.0 and rho / (1.0 - rho) <= target:  # the fixed point of this piece comes first
+            j, S = np.inf, rho / (1.0 - rho)
+        else:
+            if not np.isfinite(target):
+                return None
+            j = (np.floor(np.log1p(target * (rho - 1.0) / rho) / np.log(rho)) if abs(rho - 1.0) > 1e-12
+                 else np.floor(target))
+            if not j >= ACS_SKIP_MIN:
+                return None
+            j = min(j, 1e6)
+            S = rho * np.expm1(j * np.log(rho)) / (rho - 1.0) if abs(rho - 1.0) > 1e-12 else j
+        hist.clear()
+        self.n_acs_skips += 1
+        self.n_acs_skipped += int(j) if np.isfinite(j) else 0
+        return self.sys.acs_jump_to(x + S * d1, q + S * e1), (rho ** j if np.isfinite(j) else 0.0)
 
     def extrapolate(self, lam: float, p0: Params, p1: Params, v1: Array) -> tuple[Params, Array]:
         """Over-relax one ACS step ``p0 -> p1`` by a doubling line search on the SPL objective.
@@ -917,6 +993,8 @@ def age_path(
         "ode_method": opts.method,
         "n_stiff_switches": tr.n_stiff_switches,
         "n_retaken_steps": tr.n_retaken_steps,
+        "n_acs_skips": tr.n_acs_skips,
+        "n_acs_skipped": tr.n_acs_skipped,
     }
     if isinstance(system, SVMSystem):
         meta["kernel_gamma"] = float(system.gamma)

@@ -199,6 +199,22 @@ class PathSystem(ABC):
         """:meth:`events` at several points at once: row ``j`` at ``(thetas[j], lams[j])``."""
         return np.array([self.events(th, float(lam), idx) for th, lam in zip(thetas, lams, strict=True)])
 
+    # -- ACS warm starts -----------------------------------------------------------
+    def acs_affine_state(self, params: Params, lam: float) -> tuple[Array, Array] | None:
+        """``(x, q)`` of the ACS iterate ``params`` (the latest :meth:`fit_weighted` output) when the
+        ACS map is affine around it, else ``None`` (the default).
+
+        ``x`` is the iterate as a vector and ``q`` quantities affine in the iterate whose signs
+        (0 within 1e-9) fix the affine piece of the map: while they keep their signs, ACS
+        iterates ``x_{k+1} = T x_k + c`` with a fixed ``T``.
+        """
+        return None
+
+    def acs_jump_to(self, x: Array, q: Array) -> Params:
+        """The ACS iterate for an extrapolated ``(x, q)`` of :meth:`acs_affine_state` (same piece),
+        set up so that the next v-weighted fit is warm-started with that piece's sets."""
+        raise NotImplementedError
+
     @abstractmethod
     def event_scale(self, lam: float, idx: NDArray[np.intp] | None = None) -> Array:
         """Typical magnitude of each event function (for tolerances); only positions ``idx`` if given."""
@@ -892,6 +908,32 @@ class SVMSystem(PathSystem):
         self._K_sub = (idx, sub)
         return sub
 
+    def acs_affine_state(self, params: Params, lam: float) -> tuple[Array, Array] | None:
+        """The hinge margins ``g`` are affine in ``(a, b)``; with an SP whose ``v*`` is affine in
+        the loss on each piece (linear, hard), so are the box ``u = C v*`` of the next fit and,
+        for fixed free / upper-bound sets, its solution.  ``q`` holds ``g``, ``g - lo/C``,
+        ``g - hi/C`` (the hinge kink and the SP thresholds) and ``a/C``, ``(u - a)/C`` (the
+        fit's sets), for the fit that produced ``params`` and the box it had."""
+        ds, last = self.dual_solver, self._last_fit
+        if (not self.sp.v_affine_in_loss or ds is None or ds._last is None or ds.last_u is None
+                or last is None or params.dual_coef is not last[0] or ds._last[0] is not last[0]):
+            return None
+        a, b, g = last
+        lo, hi = self.sp.thresholds(lam)
+        C = self.C
+        x = np.append(a, b)
+        return x, np.concatenate([g, g - lo / C, g - hi / C, a / C, (ds.last_u - a) / C])
+
+    def acs_jump_to(self, x: Array, q: Array) -> Params:
+        ds = self.dual_solver
+        assert ds is not None and ds._last is not None
+        n, C = self.n, self.C
+        a, b = x[:n].copy(), float(x[n])
+        self._last_fit = (a, b, q[:n].copy())  # the margins, extrapolated like everything else
+        ds._last = (a, ds._last[1], ds._last[2])  # the next fit starts from this piece's sets
+        ds.last_u = C * q[4 * n:] + a
+        return Params(dual_coef=a, intercept=b, X_fit=self.X, y_fit=self.y, extra={"gamma": self.gamma})
+
     def losses(self, params: Params) -> Array:
         last = self._last_fit
         if last is not None and params.dual_coef is last[0] and params.intercept == last[1]:
@@ -1012,6 +1054,7 @@ class WeightedSVMDual:
         self._factor: tuple[bytes, Factor, Array] | None = None  # (Z, its factor, Q[Z, :])
         self._cols_P: tuple[bytes, Array] | None = None  # (P, Q[P, :])
         self._last: tuple[Array, NDArray[np.bool_], NDArray[np.bool_]] | None = None  # (a, Z, P)
+        self.last_u: Array | None = None  # the box of the latest solution
         self.n_fits = 0
         self.n_fallbacks = 0
 
@@ -1067,6 +1110,7 @@ class WeightedSVMDual:
             if not (low.any() or high.any() or up.any() or down.any()):
                 a = np.clip(a, 0.0, u)
                 self._last = (a, Z, P)
+                self.last_u = u
                 return a, b, g
             seen.add(key + np.flatnonzero(P).tobytes())
             if rounds >= 2 and len(seen) <= rounds:  # a configuration came back: one index at a time

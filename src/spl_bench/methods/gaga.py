@@ -44,6 +44,10 @@ class GAGA(SPLEstimator):
     svm_active_set : bool
         SVM: the ACS steps of the warm starts by the exact warm-started active-set fit of the
         weighted dual (libsvm when it gives up); ``False``: libsvm for every step.
+    acs_skip : bool
+        SVM with the linear or hard SP: creeping ACS iterations of the warm starts, where the
+        ACS map is affine and no set changes, are skipped by extrapolation (the same critical
+        points; ``docs/gaga.md``); ``False``: every iteration is computed.
     """
 
     def __init__(
@@ -63,6 +67,7 @@ class GAGA(SPLEstimator):
         jump_delta: float = 1e-5,
         acs_extrapolate: bool = False,
         svm_active_set: bool = True,
+        acs_skip: bool = True,
     ) -> None:
         super().__init__(model=model, model_params=model_params, sp=sp, sp_params=sp_params)
         self.lam_min = lam_min
@@ -76,6 +81,7 @@ class GAGA(SPLEstimator):
         self.jump_delta = jump_delta
         self.acs_extrapolate = acs_extrapolate
         self.svm_active_set = svm_active_set
+        self.acs_skip = acs_skip
 
     def _fit(self, X: Array, y: Array) -> None:
         lam_min = check_positive("lam_min", self.lam_min)
@@ -85,7 +91,7 @@ class GAGA(SPLEstimator):
         opts = EngineOptions(method=str(self.ode_method), rtol=float(self.rtol), atol=float(self.atol),
                              max_step=float(self.max_step), delta=check_positive("jump_delta", self.jump_delta),
                              acs_extrapolate=bool(self.acs_extrapolate),
-                             svm_active_set=bool(self.svm_active_set))
+                             svm_active_set=bool(self.svm_active_set), acs_skip=bool(self.acs_skip))
         path = age_path(X, y, model=self.model_, sp=self._make_sp(), lam_range=(lam_min, lam_max),
                         options=opts)
         self.path_ = path

@@ -37,6 +37,10 @@ class SPRegularizer(ABC):
     #: form extends smoothly below 0, so that a path can be continued just past ``lo = 0``
     #: (an SVM margin ``g`` crossing 0 out of M) and Newton converges quadratically there
     clip_mixed_loss: bool = True
+    #: ``v*`` is affine in ``ell`` on each piece (E, M, D) for a fixed age: then ACS on a model
+    #: whose losses are affine in its parameters (the SVM's hinge) is an affine map while the
+    #: sets hold, which the path engine uses to skip creeping iterations (``EngineOptions.acs_skip``)
+    v_affine_in_loss: bool = False
 
     # ------------------------------------------------------------------ params
     def get_params(self) -> dict[str, float]:

@@ -17,6 +17,8 @@ class HardSP(SPRegularizer):
     there; we pick the one that makes the set of easy samples open).
     """
 
+    v_affine_in_loss = True  # v* is constant (0 or 1) on each piece
+
     def penalty(self, v: ArrayLike, lam: float) -> NDArray[np.float64]:
         return -lam * np.asarray(v, dtype=float)
 

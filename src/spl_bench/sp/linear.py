@@ -17,6 +17,7 @@ class LinearSP(SPRegularizer):
     """``v* = 1 - ell/lam`` for ``0 < ell < lam``; ``E = {ell == 0}``, ``D = {ell >= lam}``."""
 
     clip_mixed_loss = False  # the closed form is smooth across ell = 0
+    v_affine_in_loss = True  # v* = 1 - ell/lam on M
 
     def penalty(self, v: ArrayLike, lam: float) -> NDArray[np.float64]:
         v = np.asarray(v, dtype=float)
