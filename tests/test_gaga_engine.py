@@ -402,6 +402,9 @@ def test_schur_factor_solves_like_the_dense_factor(seed, n1, n2, dup):
     assert f.singular == ref.singular
     if not ref.singular:
         assert f.sign == np.sign(np.linalg.det(J))
+    # blocks built on a factorisation of A made before (the SVM system's cache of recent ones)
+    g = SchurFactor(SchurBlocks(Factor(A), B, C0, D0, i1, i2), c)
+    assert np.array_equal(g.solve(rhs), x) and g.sign == f.sign
 
 
 def test_steps_overshooting_the_end_of_a_branch_are_retaken_not_taken_for_folds():

@@ -177,15 +177,16 @@ class SchurBlocks:
 
     so its Schur complement ``S = I + diag(c) W`` with ``W = D0 - C0 A^{-1} B`` needs
     only ``A``'s factorisation (kept) and one small LU per point.  ``A`` is factorised
-    by :class:`Factor` (duplicated rows and columns merged: the minimum-norm solves).
+    by :class:`Factor` (duplicated rows and columns merged: the minimum-norm solves);
+    a :class:`Factor` of ``A`` made before can be passed instead of ``A``.
     """
 
-    def __init__(self, A: Array, B: Array, C0: Array, D0: Array, i1: NDArray[np.intp], i2: NDArray[np.intp],
-                 hint: tuple[NDArray[np.intp], Array, NDArray[np.intp]] | None = None) -> None:
-        self.A = Factor(A, hint=hint)
+    def __init__(self, A: Array | Factor, B: Array, C0: Array, D0: Array, i1: NDArray[np.intp],
+                 i2: NDArray[np.intp], hint: tuple[NDArray[np.intp], Array, NDArray[np.intp]] | None = None) -> None:
+        self.A = A if isinstance(A, Factor) else Factor(A, hint=hint)
         self.i1, self.i2 = i1, i2
         self.B, self.C0, self.D0 = B, C0, D0
-        self.AiB = self.A.solve(B) if B.shape[1] else np.zeros((A.shape[0], 0))
+        self.AiB = self.A.solve(B) if B.shape[1] else np.zeros((self.A.n, 0))
         self.W = D0 - C0 @ self.AiB
         self.n = i1.size + i2.size
 
