@@ -495,3 +495,62 @@ def test_skipped_acs_iterations_land_on_the_plain_acs_iterate(monkeypatch):
     assert len(errors) >= 5
     for err, moved in errors:
         assert moved > 0 and err <= 1e-3 * moved + 1e-10
+
+
+def _kkt_problem(seed: int, n: int = 24, dup: bool = False):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    y = rng.choice([-1.0, 1.0], n)
+    if dup:  # samples 1 and 2 duplicate sample 0
+        X[1:3], y[1:3] = X[0], y[0]
+    Q = np.exp(-0.5 * ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)) * np.outer(y, y)
+    return rng, Q, y
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), n_out=st.integers(0, 5), n_in=st.integers(0, 5), s=st.sampled_from([-1.0, 1.0]))
+def test_kkt_update_solves_like_a_new_factorisation(seed, n_out, n_in, s):
+    """A margin-block factor updated by bordering (indices dropped and added) against the dense
+    solve of the new matrix: same solutions (vector and matrix right-hand sides), same sign of
+    the determinant."""
+    from spl_bench.gaga.linalg import Factor, KKTUpdate, kkt_matrix
+
+    rng, Q, y = _kkt_problem(seed)
+    z0 = np.sort(rng.choice(Q.shape[0], 10, replace=False))
+    kept = rng.choice(z0, z0.size - n_out, replace=False)
+    z = np.union1d(kept, rng.choice(Q.shape[0], n_in, replace=False))
+    upd = KKTUpdate.make(Factor(kkt_matrix(Q, y, z0, s)), z0, z, Q, y, s)
+    M = kkt_matrix(Q, y, z, s)
+    assert upd is not None and upd.n == M.shape[0]
+    for rhs in (rng.normal(size=M.shape[0]), rng.normal(size=(M.shape[0], 3))):
+        np.testing.assert_allclose(upd.solve(rhs), np.linalg.solve(M, rhs), rtol=1e-8, atol=1e-9)
+    assert upd.sign == np.linalg.slogdet(M)[0]
+    np.testing.assert_array_equal(upd.J, M)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), s=st.sampled_from([-1.0, 1.0]), with_root=st.booleans())
+def test_kkt_factor_with_duplicated_samples_gives_the_minimum_norm_solution(seed, s, with_root):
+    """Duplicated samples on the margin (equal rows and columns): ``kkt_factor`` factorises their
+    representatives (new LU or an update of a root) and splits each group's value equally, the
+    pseudo-inverse solution; the sign is that of the merged system."""
+    from spl_bench.gaga.linalg import Factor, groups_hint, kkt_factor, kkt_matrix
+    from spl_bench.gaga.systems import canonical_duplicates
+
+    rng, Q, y = _kkt_problem(seed, dup=True)
+    labels = np.arange(Q.shape[0])
+    labels[1:3] = 0
+    canon = canonical_duplicates(labels)
+    assert canon[2] == 0 and canon[5] == 5
+    z = np.union1d([1, 2], rng.choice(np.arange(3, Q.shape[0]), 8, replace=False))  # twins without 0
+    root = None
+    if with_root:
+        z0 = np.union1d([0], rng.choice(np.arange(3, Q.shape[0]), 8, replace=False))
+        _, root = kkt_factor(Q, y, z0, s, canon, None)
+    fac, new_root = kkt_factor(Q, y, z, s, canon, root)
+    M = kkt_matrix(Q, y, z, s)
+    ref = Factor(M, hint=groups_hint(np.append(labels[z], -1)))
+    assert fac.singular and new_root is not None
+    rhs = M @ rng.normal(size=M.shape[0])
+    np.testing.assert_allclose(fac.solve(rhs), np.linalg.pinv(M) @ rhs, rtol=1e-7, atol=1e-9)
+    assert fac.sign == ref.sign != 0.0

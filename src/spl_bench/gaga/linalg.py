@@ -181,9 +181,9 @@ class SchurBlocks:
     a :class:`Factor` of ``A`` made before can be passed instead of ``A``.
     """
 
-    def __init__(self, A: Array | Factor, B: Array, C0: Array, D0: Array, i1: NDArray[np.intp],
+    def __init__(self, A: Array | Factor | KKTUpdate | MergedKKT, B: Array, C0: Array, D0: Array, i1: NDArray[np.intp],
                  i2: NDArray[np.intp], hint: tuple[NDArray[np.intp], Array, NDArray[np.intp]] | None = None) -> None:
-        self.A = A if isinstance(A, Factor) else Factor(A, hint=hint)
+        self.A = Factor(A, hint=hint) if isinstance(A, np.ndarray) else A
         self.i1, self.i2 = i1, i2
         self.B, self.C0, self.D0 = B, C0, D0
         self.AiB = self.A.solve(B) if B.shape[1] else np.zeros((self.A.n, 0))
@@ -239,6 +239,183 @@ class SchurFactor:
         return out
 
 
+def kkt_matrix(Q: Array, y: Array, z: NDArray[np.intp], s: float, Qzz: Array | None = None) -> Array:
+    """``[[s Q[z, z], s y_z], [y_z^T, 0]]``: the margin block of the SVM (``s = -1``, the path's
+    ``J``) and the matrix of the weighted dual's equality system (``s = 1``).  ``Qzz``: the
+    block ``Q[z, z]`` if the caller has it."""
+    k = z.size
+    M = np.empty((k + 1, k + 1))
+    M[:k, :k] = Q[np.ix_(z, z)] if Qzz is None else Qzz
+    M[:k, k] = y[z]
+    if s != 1.0:
+        M[:k] *= s
+    M[k, :k] = y[z]
+    M[k, k] = 0.0
+    return M
+
+
+class _KKTSystem:
+    """``kkt_matrix(Q, y, z, s)`` given by its parts; the matrix itself is built on first use."""
+
+    def __init__(self, Q: Array, y: Array, z: NDArray[np.intp], s: float) -> None:
+        self.Q, self.y, self.z, self.s = Q, y, z, s
+        self._J: Array | None = None
+
+    @property
+    def n(self) -> int:
+        return int(self.z.size + 1)
+
+    @property
+    def J(self) -> Array:
+        if self._J is None:
+            self._J = kkt_matrix(self.Q, self.y, self.z, self.s)
+        return self._J
+
+
+class KKTUpdate(_KKTSystem):
+    r""":class:`Factor`'s interface for ``kkt_matrix(Q, y, z, s)`` from a factorisation of the
+    matrix of another index set ``z0`` (bordering, as in active-set QP solvers).
+
+    With ``R = z0 \ z`` dropped and ``Ad = z \ z0`` added, the system of ``z`` is that of
+    ``z0`` bordered by the rows and columns of ``Ad`` and by unit rows and columns that pin
+    the unknowns of ``R`` to 0 (their equations then hold with a free multiplier)::
+
+        [M0   V] [x0]   [r0]        V = [M[z0+b, Ad] | e_R],   W = [M[Ad, z0+b]; e_R^T],
+        [W    D] [ w] = [rq],       D = [[M[Ad, Ad], 0], [0, 0]],
+
+    solved with the Schur complement ``S = D - W M0^{-1} V`` (order ``|Ad| + |R|``): one
+    solve with ``M0``'s factors per right-hand side, ``|Ad| + |R|`` solves once.  An index
+    set changes by one or two indices per set change of the SVM, where a new LU costs the
+    cube of ``|z|``.  ``det M = (-1)^{|R|} det M0 det S``.  ``None`` from :meth:`make` when
+    ``z0``'s factor is not a plain LU, the sets differ too much or ``S`` is singular.
+    """
+
+    max_changes = 24
+
+    def __init__(self, root: Factor, z0: NDArray[np.intp], z: NDArray[np.intp], Q: Array, y: Array,
+                 s: float, parts: tuple) -> None:
+        super().__init__(Q, y, z, s)
+        self.root, self.z0 = root, z0
+        (self.kpos, self.kpos0, self.apos, self.rpos, self.MiV, self.W, self.S_lu) = parts
+        self.sign = root.sign * _lu_sign(self.S_lu) * (-1.0 if self.rpos.size % 2 else 1.0)
+        self.merged = None
+
+    @classmethod
+    def make(cls, root: Factor, z0: NDArray[np.intp], z: NDArray[np.intp], Q: Array, y: Array,
+             s: float) -> KKTUpdate | None:
+        if root.lu is None:
+            return None
+        in0 = np.isin(z, z0, assume_unique=True)
+        keep0 = np.isin(z0, z, assume_unique=True)
+        apos, kpos = np.flatnonzero(~in0), np.flatnonzero(in0)
+        rpos, kpos0 = np.flatnonzero(~keep0), np.flatnonzero(keep0)
+        na, nr = apos.size, rpos.size
+        if na + nr > cls.max_changes:
+            return None
+        n0 = z0.size + 1
+        ad = z[apos]
+        V = np.zeros((n0, na + nr))
+        V[:-1, :na] = s * Q[np.ix_(z0, ad)]
+        V[-1, :na] = y[ad]
+        V[rpos, na + np.arange(nr)] = 1.0
+        W = np.zeros((na + nr, n0))
+        W[:na, :-1] = s * Q[np.ix_(ad, z0)]
+        W[:na, -1] = s * y[ad]
+        W[na + np.arange(nr), rpos] = 1.0
+        S = np.zeros((na + nr, na + nr))
+        S[:na, :na] = s * Q[np.ix_(ad, ad)]
+        MiV = root.solve(V)
+        S -= W @ MiV
+        S_lu = _lu(S) if S.size else (np.zeros((0, 0)), np.zeros(0, dtype=np.int32))
+        if S_lu is None or not np.isfinite(MiV).all():
+            return None
+        return cls(root, z0, z, Q, y, s, (kpos, kpos0, apos, rpos, MiV, W, S_lu))
+
+    @property
+    def singular(self) -> bool:
+        return False
+
+    def solve(self, rhs: Array) -> Array:
+        n0, q = self.z0.size + 1, self.W.shape[0]
+        tail = rhs.shape[1:]
+        r0 = np.zeros((n0, *tail))
+        r0[self.kpos0] = rhs[self.kpos]
+        r0[-1] = rhs[-1]
+        y0 = self.root.solve(r0)
+        rq = np.zeros((q, *tail))
+        rq[:self.apos.size] = rhs[self.apos]
+        w = rq - self.W @ y0
+        if q:
+            w, info = dgetrs(self.S_lu[0], self.S_lu[1], w)
+            if info != 0:  # pragma: no cover - LAPACK argument error
+                return Factor(self.J).solve(rhs)
+        x0 = y0 - self.MiV @ w
+        out = np.empty(rhs.shape)
+        out[self.kpos] = x0[self.kpos0]
+        out[self.apos] = w[:self.apos.size]
+        out[-1] = x0[-1]
+        if not np.isfinite(out).all():
+            return Factor(self.J).solve(rhs)
+        return out
+
+
+class MergedKKT(_KKTSystem):
+    """:class:`Factor`'s interface for ``kkt_matrix(Q, y, z, s)`` when ``z`` holds duplicated
+    samples (equal rows and columns of ``Q``), from a factor of the matrix of their
+    representatives: each group's unknowns get an equal share of the group's value, the
+    minimum-norm solution, as :class:`Factor`'s merged branch gives."""
+
+    def __init__(self, inner: Factor | KKTUpdate, group: NDArray[np.intp], Q: Array, y: Array,
+                 z: NDArray[np.intp], s: float) -> None:
+        super().__init__(Q, y, z, s)
+        self.inner = inner
+        self.group = np.append(group, inner.n - 1)  # the row of b is its own group
+        self.size = np.bincount(self.group, minlength=inner.n).astype(float)
+        self.sign = inner.sign
+
+    @property
+    def singular(self) -> bool:
+        return self.inner.n < self.n or self.inner.singular
+
+    @property
+    def merged(self) -> tuple[NDArray[np.intp], Array] | None:
+        return (self.group, self.size) if self.inner.n < self.n else None
+
+    def solve(self, rhs: Array) -> Array:
+        wsize = self.size if rhs.ndim == 1 else self.size[:, None]
+        summed = np.zeros((self.inner.n, *rhs.shape[1:]))
+        np.add.at(summed, self.group, rhs)
+        u = self.inner.solve(summed / wsize)
+        return u[self.group] / wsize[self.group]
+
+
+def kkt_factor(Q: Array, y: Array, z: NDArray[np.intp], s: float, canon: NDArray[np.intp] | None,
+               root: tuple[NDArray[np.intp], Factor] | None, Qzz: Array | None = None,
+               ) -> tuple[Factor | KKTUpdate | MergedKKT, tuple[NDArray[np.intp], Factor] | None]:
+    """A factor of ``kkt_matrix(Q, y, z, s)`` (``z`` increasing) and the root for the next call.
+
+    ``canon`` maps each sample to the representative of its group of duplicated samples
+    (``None``: no duplicates): the matrix of the representatives is factorised
+    (:class:`MergedKKT`), by a :class:`KKTUpdate` of ``root`` (the latest LU, an index set and
+    its factor) when the sets are close, else by a new LU, which becomes the root.  ``Qzz``
+    (``Q[z, z]``, if the caller has it) saves the gather of the matrix.
+    """
+    reps = z if canon is None else canon[z]
+    zr = np.unique(reps)
+    same = np.array_equal(zr, z)
+    inner: Factor | KKTUpdate | None = None
+    if root is not None:
+        inner = KKTUpdate.make(root[1], root[0], zr, Q, y, s)
+    if inner is None:
+        inner = Factor(kkt_matrix(Q, y, zr, s, Qzz if same else None))
+        if inner.lu is not None:
+            root = (zr, inner)
+    out: Factor | KKTUpdate | MergedKKT = inner if same else MergedKKT(inner, np.searchsorted(zr, reps), Q, y, z, s)
+    if Qzz is not None and not isinstance(out, Factor):
+        out._J = kkt_matrix(Q, y, z, s, Qzz)
+    return out, root
+
+
 def solve_linear(J: Array, rhs: Array) -> tuple[Array, bool, float]:
     """Solve ``J x = rhs`` by LU; fall back to least squares (pseudo-inverse) if singular.
 
@@ -255,5 +432,5 @@ def det_sign(J: Array) -> float:
     return float(s)
 
 
-#: what a system's ``factor`` returns (both have ``n``, ``sign``, ``singular``, ``solve``)
-AnyFactor = Factor | SchurFactor
+#: what a system's ``factor`` returns (all have ``n``, ``sign``, ``singular``, ``solve``)
+AnyFactor = Factor | SchurFactor | KKTUpdate | MergedKKT

@@ -49,7 +49,16 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import expit
 
-from spl_bench.gaga.linalg import AnyFactor, Factor, SchurBlocks, SchurFactor, groups_hint
+from spl_bench.gaga.linalg import (
+    AnyFactor,
+    Factor,
+    KKTUpdate,
+    MergedKKT,
+    SchurBlocks,
+    SchurFactor,
+    groups_hint,
+    kkt_factor,
+)
 from spl_bench.models import Model, Params
 from spl_bench.models.lasso import LassoModel
 from spl_bench.models.logistic import LogisticModel
@@ -593,6 +602,14 @@ SCHUR_MIN_Z = 64
 SCHUR_CACHE = 4
 
 
+def canonical_duplicates(labels: NDArray[np.intp] | None) -> NDArray[np.intp] | None:
+    """The representative (smallest index) of each sample's group of duplicates, from group labels."""
+    if labels is None:
+        return None
+    _, first = np.unique(labels, return_index=True)
+    return first[np.searchsorted(np.unique(labels), labels)]
+
+
 def _remember(lru: OrderedDict, key: Any, value: Any) -> None:
     """Insert into a recent-items cache of :data:`SCHUR_CACHE` entries."""
     lru[key] = value
@@ -617,12 +634,16 @@ class SVMSystem(PathSystem):
         # the merge of a singular system (linalg.Factor) a hint to check, not a search
         _, dup, counts = np.unique(np.column_stack([X, y]), axis=0, return_inverse=True, return_counts=True)
         self.duplicates: NDArray[np.intp] | None = np.asarray(dup).ravel() if np.any(counts > 1) else None
+        self._canon = canonical_duplicates(self.duplicates)
         #: ACS steps: the exact warm-started active-set fit first (libsvm when it gives up)
         self.dual_solver: WeightedSVMDual | None = WeightedSVMDual(self.Q, y, duplicates=self.duplicates)
         self._last_fit: tuple[Array, float, Array] | None = None  # (a, b, g) of its latest fit
         # recent Schur blocks by (E_Z, M) and factorisations of the margin block by E_Z (SCHUR_CACHE)
         self._blocks_lru: OrderedDict[tuple[bytes, bytes], SchurBlocks] = OrderedDict()
-        self._A_lru: OrderedDict[bytes, Factor] = OrderedDict()
+        self._A_lru: OrderedDict[bytes, Factor | KKTUpdate | MergedKKT] = OrderedDict()
+        self._A_root: tuple[NDArray[np.intp], Factor] | None = None  # the latest LU of a margin block
+        self._rows_lru: OrderedDict[bytes, tuple[Array, Array]] = OrderedDict()  # Q[free], Q[free, free]
+        self._pe_lru: OrderedDict[bytes, Array] = OrderedDict()  # C Q[:, E_P] 1
 
     # ------------------------------------------------------------------ state
     def init_from(self, params: Params, lam: float, tol: float = 1e-6) -> None:
@@ -670,10 +691,18 @@ class SVMSystem(PathSystem):
         """``Q[free, :]`` (``Q`` is symmetric: the columns of the free variables), cached per
         set configuration with ``Q[free, free]`` and ``C Q[:, E_P] 1`` (the fixed ``a = C``)."""
         if "Qr" not in self._cache:
-            Qr = self.Q[self.ifree]  # a row gather: contiguous copies, unlike Q[:, free]
-            self._cache["Qr"] = Qr
-            self._cache["Qff"] = np.ascontiguousarray(Qr[:, self.ifree])
-            qpe = self.Q[self.ipe].sum(axis=0) * self.C if self.ipe.size else np.zeros(self.n)
+            # recent configurations are revisited (SCHUR_CACHE): their gathers are kept too
+            key, key_pe = self.ifree.tobytes(), self.ipe.tobytes()
+            rows = self._rows_lru.get(key)
+            if rows is None:
+                Qr = self.Q[self.ifree]  # a row gather: contiguous copies, unlike Q[:, free]
+                rows = (Qr, np.ascontiguousarray(Qr[:, self.ifree]))
+                _remember(self._rows_lru, key, rows)
+            qpe = self._pe_lru.get(key_pe)
+            if qpe is None:
+                qpe = self.Q[self.ipe].sum(axis=0) * self.C if self.ipe.size else np.zeros(self.n)
+                _remember(self._pe_lru, key_pe, qpe)
+            self._cache["Qr"], self._cache["Qff"] = rows
             self._cache["Qpe"] = qpe
             self._cache["Qpe_f"] = qpe[self.ifree]
         return self._cache["Qr"]
@@ -803,12 +832,10 @@ class SVMSystem(PathSystem):
         i2 = np.arange(nz, k)
         A_fac = self._A_lru.get(key_z)
         if A_fac is None:
-            A = np.zeros((nz + 1, nz + 1))
-            A[:nz, :nz] = -Qff[:nz, :nz]
-            A[:nz, nz] = -self.y[self.iz]
-            A[nz, :nz] = self.y[self.iz]
-            hint = None if self.duplicates is None else groups_hint(np.append(self.duplicates[self.iz], -1))
-            A_fac = Factor(A, hint=hint)
+            # an update of the latest LU (KKTUpdate: a critical point moves one or two indices)
+            # or a new LU; duplicated samples on the margin need the merged one
+            A_fac, self._A_root = kkt_factor(self.Q, self.y, self.iz, -1.0, self._canon, self._A_root,
+                                             Qzz=Qff[:nz, :nz])
             _remember(self._A_lru, key_z, A_fac)
         else:
             self._A_lru.move_to_end(key_z)
@@ -1082,9 +1109,11 @@ class WeightedSVMDual:
         self.Q = Q
         self.y = y
         self.duplicates = duplicates  # group label of each sample (identical x and y), if any
+        self.canon = canonical_duplicates(duplicates)
         self.tol = tol
         self.max_rounds = max_rounds
-        self._factor: tuple[bytes, Factor, Array] | None = None  # (Z, its factor, Q[Z, :])
+        self._factor: tuple[bytes, AnyFactor, Array] | None = None  # (Z, its factor, Q[Z, :])
+        self._root: tuple[NDArray[np.intp], Factor] | None = None  # the latest LU (updated by KKTUpdate)
         self._cols_P: tuple[bytes, Array] | None = None  # (P, Q[P, :])
         self._last: tuple[Array, NDArray[np.bool_], NDArray[np.bool_]] | None = None  # (a, Z, P)
         self.last_u: Array | None = None  # the box of the latest solution
@@ -1105,20 +1134,16 @@ class WeightedSVMDual:
         tol, tol_a = self.tol, self.tol * max(float(u.max(initial=0.0)), 1e-300)
         Q, y = self.Q, self.y
         seen: set[bytes] = set()
+        fresh = False  # the factor of this round's Z was made afresh after an inaccurate update
         for rounds in range(self.max_rounds):
             z = np.flatnonzero(Z)
             if z.size == 0:
                 break
             key = z.tobytes()
             if self._factor is None or self._factor[0] != key:
+                fresh = False
                 Qz = Q[z]  # rows = columns (Q is symmetric); a row gather is a contiguous copy
-                M = np.empty((z.size + 1, z.size + 1))
-                M[:-1, :-1] = Qz[:, z]
-                M[:-1, -1] = y[z]
-                M[-1, :-1] = y[z]
-                M[-1, -1] = 0.0
-                hint = None if self.duplicates is None else groups_hint(np.append(self.duplicates[z], -1))
-                self._factor = (key, Factor(M, hint=hint), Qz)
+                self._factor = (key, self._kkt_factor(z), Qz)
             fac, Qz = self._factor[1], self._factor[2]
             p = np.flatnonzero(P)
             pkey = p.tobytes()
@@ -1134,6 +1159,10 @@ class WeightedSVMDual:
             if not (np.isfinite(g).all() and np.isfinite(b)):
                 break
             if float(np.abs(g[z]).max()) > tol or abs(float(y @ a)) > tol_a:
+                if not isinstance(fac, Factor) and not fresh:  # an update not accurate enough: a new LU
+                    self._factor = (key, self._kkt_factor(z, update=False), Qz)
+                    fresh = True
+                    continue
                 break  # a singular system without an exact solution: libsvm decides
             low = Z & (a < -tol_a)
             high = Z & (a > u + tol_a)
@@ -1160,6 +1189,13 @@ class WeightedSVMDual:
         self.n_fallbacks += 1
         self._last = None
         return None
+
+    def _kkt_factor(self, z: NDArray[np.intp], update: bool = True) -> AnyFactor:
+        """The factor of ``[[Q_zz, y_z], [y_z^T, 0]]`` (:func:`~spl_bench.gaga.linalg.kkt_factor`):
+        an update of the latest LU (a set seldom changes by more than an index or two), else a
+        new LU (also with ``update=False``), which becomes the root of the next updates."""
+        fac, self._root = kkt_factor(self.Q, self.y, z, 1.0, self.canon, self._root if update else None)
+        return fac
 
 
 def svm_kkt(model: SVMModel, sp: SPRegularizer, params: Params, X: Array, y: Array, lam: float) -> float:
