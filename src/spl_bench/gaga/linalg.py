@@ -379,7 +379,14 @@ class MergedKKT(_KKTSystem):
 
     @property
     def merged(self) -> tuple[NDArray[np.intp], Array] | None:
-        return (self.group, self.size) if self.inner.n < self.n else None
+        """The groups, if the system is singular only through them (the representatives' matrix
+        is not: else its least-squares fallback decides, and ``None``)."""
+        return (self.group, self.size) if self.inner.n < self.n and not self.inner.singular else None
+
+    @property
+    def updated(self) -> bool:
+        """Whether the representatives' factor is an update (:class:`KKTUpdate`)."""
+        return isinstance(self.inner, KKTUpdate)
 
     def solve(self, rhs: Array) -> Array:
         wsize = self.size if rhs.ndim == 1 else self.size[:, None]

@@ -1159,7 +1159,8 @@ class WeightedSVMDual:
             if not (np.isfinite(g).all() and np.isfinite(b)):
                 break
             if float(np.abs(g[z]).max()) > tol or abs(float(y @ a)) > tol_a:
-                if not isinstance(fac, Factor) and not fresh:  # an update not accurate enough: a new LU
+                updated = isinstance(fac, KKTUpdate) or (isinstance(fac, MergedKKT) and fac.updated)
+                if updated and not fresh:  # an update not accurate enough: a new LU
                     self._factor = (key, self._kkt_factor(z, update=False), Qz)
                     fresh = True
                     continue
