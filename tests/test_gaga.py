@@ -15,7 +15,7 @@ from sklearn.datasets import load_breast_cancer, load_diabetes
 
 from spl_bench.errors import ConfigError
 from spl_bench.gaga import AgePath, age_path
-from spl_bench.gaga.engine import EngineOptions, _Tracker, solve_linear
+from spl_bench.gaga.engine import EngineOptions, Factor, _Tracker, solve_linear
 from spl_bench.gaga.systems import make_system, svm_kkt
 from spl_bench.methods.gaga import GAGA
 from spl_bench.models import Params, get_model
@@ -317,8 +317,32 @@ def test_singular_jacobian_falls_back_to_least_squares():
     x, singular, sign = solve_linear(J, np.array([1.0, 2.0]))
     assert singular and sign == 0.0 and np.all(np.isfinite(x))
     assert np.allclose(J @ x, [1.0, 2.0])
+    assert Factor(J).least_squares and not Factor(np.eye(2)).least_squares
     x, singular, sign = solve_linear(np.diag([2.0, -1.0]), np.array([2.0, 1.0]))
     assert not singular and sign == -1.0 and np.allclose(x, [1.0, -1.0])
+
+
+def test_svm_path_with_duplicated_samples_is_exact_and_splits_twins_equally():
+    """Twins (identical x and y, as in mfeat-pixel) make J singular wherever both are free;
+    the merged solves keep the path exact without the least-squares fallback
+    (``meta["n_lstsq"]``).  Only the sum of the twins' a is determined: they get equal shares
+    at every point, so the event log does not depend on how an inner fit split them (libsvm,
+    the active-set fit, skipped ACS iterations).  An unequal split from a fit had left one twin
+    at a = 0 on the margin, and a warm start then failed at every delta."""
+    X, y = clf_data(n=40)
+    X, y = np.vstack([X, X[:8]]), np.concatenate([y, y[:8]])
+    model, sp = get_model("svm", **MODEL_KW["svm"]), get_sp("linear")
+    kw = dict(model="svm", sp="linear", lam_range=(0.1, 3.0), **MODEL_KW["svm"])
+    path = age_path(X, y, **kw)
+    assert path.meta["n_singular"] > 0 and path.meta["n_lstsq"] == 0
+    assert path.meta["n_failed_warm_starts"] == 0
+    assert point_kkt(path, model, sp, X, y).max() <= 1e-5
+    np.testing.assert_allclose(path.dual_coef[:, :8], path.dual_coef[:, 40:], rtol=0, atol=1e-12)
+    log = [(e["kind"], e["lam"]) for e in path.events]
+    for opts in (EngineOptions(acs_skip=False), EngineOptions(svm_active_set=False)):
+        other = [(e["kind"], e["lam"]) for e in age_path(X, y, **kw, options=opts).events]
+        assert [k for k, _ in other] == [k for k, _ in log]
+        assert np.allclose([t for _, t in other], [t for _, t in log], rtol=1e-9, atol=1e-12)
 
 
 @settings(max_examples=25, deadline=None)
@@ -328,8 +352,6 @@ def test_duplicated_rows_and_columns_give_the_minimum_norm_solution(seed, k, dup
     merged LU solve equals the pseudo-inverse solution, for a consistent and an inconsistent
     right-hand side (least squares).  The sign of the factor is that of the merged system's
     determinant (the fold test of a path with duplicated samples on the margin)."""
-    from spl_bench.gaga.engine import Factor
-
     rng = np.random.default_rng(seed)
     A = rng.normal(size=(k, k)) + k * np.eye(k)
     idx = np.concatenate([np.arange(k), rng.integers(0, k, size=dup)])  # some indices repeated
@@ -337,7 +359,7 @@ def test_duplicated_rows_and_columns_give_the_minimum_norm_solution(seed, k, dup
     rng.shuffle(perm := np.arange(idx.size))
     J = J[np.ix_(perm, perm)]
     f = Factor(J)
-    assert f.singular and f.merged is not None
+    assert f.singular and f.merged is not None and not f.least_squares
     assert f.sign == np.linalg.slogdet(A)[0]  # the merged system is A itself, up to a symmetric permutation
     # the groups passed on to the next factor: used when they hold, ignored when they do not
     J2 = J + 1e-3 * (J != 0) * np.add.outer(idx[perm], idx[perm])  # same duplicate structure

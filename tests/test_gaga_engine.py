@@ -400,6 +400,7 @@ def test_schur_factor_solves_like_the_dense_factor(seed, n1, n2, dup):
     assert np.allclose(J @ x, rhs, atol=1e-8 * (1 + np.abs(rhs).max()))
     assert np.allclose(x, ref.solve(rhs), atol=1e-7 * (1 + np.abs(x).max()))
     assert f.singular == ref.singular
+    assert f.least_squares == ref.least_squares
     if not ref.singular:
         assert f.sign == np.sign(np.linalg.det(J))
     # blocks built on a factorisation of A made before (the SVM system's cache of recent ones)

@@ -229,7 +229,8 @@ class _Tracker:
         self.events: list[dict[str, Any]] = []
         self.seg = 0
         self.n_restarts = 0
-        self.n_singular = 0
+        self.n_singular = 0  # right-hand sides with J singular (duplicated samples / columns included)
+        self.n_lstsq = 0  # of those, solved by the least-squares fallback (not by merging duplicates)
         self.n_steps = 0
         self.n_rhs = 0
         self.n_failed_warm_starts = 0
@@ -255,6 +256,7 @@ class _Tracker:
         self.last_factor, self.last_sign = f, f.sign
         if f.singular:
             self.n_singular += 1
+            self.n_lstsq += int(f.least_squares)
         out = np.append(f.solve(-Jl), 0.0)
         self._rhs_memo = ((lam, self.sys.version), theta.copy(), out.copy())
         return out
@@ -989,6 +991,7 @@ def age_path(
         "n_solver_steps": tr.n_steps,
         "n_rhs": tr.n_rhs,
         "n_singular": tr.n_singular,
+        "n_lstsq": tr.n_lstsq,
         "n_failed_warm_starts": tr.n_failed_warm_starts,
         "ode_method": opts.method,
         "n_stiff_switches": tr.n_stiff_switches,

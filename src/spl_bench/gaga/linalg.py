@@ -67,6 +67,12 @@ class Factor:
         return self.lu is None and self.J.shape[0] > 0
 
     @property
+    def least_squares(self) -> bool:
+        """Whether solves take the least-squares fallback (singular, and not only through
+        merged duplicates)."""
+        return self.singular and self.merged is None
+
+    @property
     def groups(self) -> tuple[NDArray[np.intp], Array, NDArray[np.intp]] | None:
         """The merged groups, if any (usable as the ``hint`` of a factor of a matrix with the same groups)."""
         return None if self.merged is None else (self.merged[0], self.merged[1], self.merged[3])
@@ -213,6 +219,10 @@ class SchurFactor:
     def singular(self) -> bool:
         return self.b.A.singular or self.S.singular
 
+    @property
+    def least_squares(self) -> bool:
+        return self.b.A.least_squares or self.S.least_squares
+
     def _solve(self, r1: Array, r2: Array) -> tuple[Array, Array]:
         b = self.b
         y1 = b.A.solve(r1)
@@ -335,6 +345,10 @@ class KKTUpdate(_KKTSystem):
     def singular(self) -> bool:
         return False
 
+    @property
+    def least_squares(self) -> bool:
+        return False
+
     def solve(self, rhs: Array) -> Array:
         n0, q = self.z0.size + 1, self.W.shape[0]
         tail = rhs.shape[1:]
@@ -376,6 +390,10 @@ class MergedKKT(_KKTSystem):
     @property
     def singular(self) -> bool:
         return self.inner.n < self.n or self.inner.singular
+
+    @property
+    def least_squares(self) -> bool:
+        return self.inner.least_squares
 
     @property
     def merged(self) -> tuple[NDArray[np.intp], Array] | None:

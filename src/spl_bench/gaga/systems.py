@@ -649,6 +649,14 @@ class SVMSystem(PathSystem):
     def init_from(self, params: Params, lam: float, tol: float = 1e-6) -> None:
         C = self.C
         self.a = np.clip(np.array(params.dual_coef, dtype=float), 0.0, C)
+        if self.duplicates is not None:
+            # duplicated samples (identical x and y) share g, v and the box: only the sum of
+            # their a is determined, and f depends on nothing else.  They get equal shares (the
+            # minimum-norm split, which the merged solves of the path then keep), so twins sit in
+            # one set: an unequal split from a fit left one twin at a = 0 in E_Z with the other
+            # free, and the path then stopped there (can_continue) or logged spurious events
+            dup = self.duplicates
+            self.a = (np.bincount(dup, weights=self.a) / np.bincount(dup))[dup]
         self.b = float(params.intercept)
         g = 1.0 - self.Q @ self.a - self.y * self.b
         ell = C * np.maximum(g, 0.0)
