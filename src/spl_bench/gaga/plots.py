@@ -31,8 +31,10 @@ def plot_age_path(path: AgePath, out: str | Path, max_curves: int = 40) -> Path:
     for s in np.unique(path.segment):  # draw each smooth piece separately (jumps stay visible)
         m = path.segment == s
         ax.plot(path.lambdas[m], V[m][:, idx], lw=0.9)
-    for e in path.events:
-        ax.axvline(e["lam"], color=KIND_COLOURS[e["kind"]], lw=0.4, alpha=0.5)
+    for e in path.events:  # jumps are few and matter most: dashed, over the curves
+        jump = e["kind"] == "jump"
+        ax.axvline(e["lam"], color=KIND_COLOURS[e["kind"]], lw=1.0 if jump else 0.4,
+                   alpha=0.9 if jump else 0.5, ls="--" if jump else "-", zorder=3 if jump else 0)
     ax.set_xlabel("age λ")
     ax.set_ylabel("dual coefficient a" if path.dual_coef is not None else "coefficient w")
     cc = path.critical_counts()
