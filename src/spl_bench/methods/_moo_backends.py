@@ -1,10 +1,10 @@
-"""Multi-objective evolutionary back-ends for MOSPL: NSGA-III from pymoo (default) or geatpy.
+"""Multi-objective evolutionary back-ends for MOSPL: NSGA-III from geatpy (default) or pymoo.
 
 Both back-ends minimise a vectorised objective ``evaluate(G) -> F`` over a box
 ``xl <= g <= xu`` and return the same :class:`MOOResult` (final population and
 its objective values), so :mod:`spl_bench.methods.mospl` does not depend on the
-library.  geatpy (the toolbox of the GAGA paper, appendix D.2) is optional: it
-publishes no wheel for Python >= 3.11, so it is used only when importable.
+library.  geatpy (the toolbox of the GAGA paper, appendix D.2) comes from the
+``geatpy-rs`` package (the original ``geatpy`` has no wheel for Python >= 3.11).
 
 :func:`non_dominated` is the Pareto filter used on the final population (it
 does not rely on the back-end's own notion of "optimum").
@@ -54,7 +54,7 @@ class MOOResult:
 
 
 def geatpy_available() -> bool:
-    """True when the optional geatpy package can be imported."""
+    """True when geatpy (package ``geatpy-rs``) can be imported."""
     try:
         import geatpy  # noqa: F401
     except Exception:  # ImportError, or a broken build raising at import
@@ -191,17 +191,31 @@ def nsga3_geatpy(
     seed: int,
     init: Array | None = None,
     ref_dirs: str = "das-dennis",
-) -> MOOResult:  # pragma: no cover - geatpy does not install on Python >= 3.11
-    """NSGA-III of geatpy 2.x (``moea_NSGA3_templet``), as in the GAGA paper.
+) -> MOOResult:
+    """NSGA-III of geatpy (``moea_NSGA3_templet``), the toolbox of the GAGA paper (appendix D.2).
 
-    geatpy builds its own uniform reference points, so ``ref_dirs`` is ignored.
-    Not exercised by the test-suite (geatpy is not installable on Python >= 3.11).
+    Uses the ``geatpy`` module of the ``geatpy-rs`` package (geatpy 2.7 API with a
+    Rust core; abi3 wheel, installs on Python >= 3.11).  The template's own operators:
+    SBX crossover (probability 1, ``n = 20``), polynomial mutation (``Pm = 1/n_var``,
+    ``DisI = 20``), uniform random mating selection, no duplicate elimination, and
+    geatpy's uniform reference points (``crtup``; for two objectives exactly
+    ``pop_size`` of them; ``ref_dirs`` is ignored, and MOSPL accepts only
+    ``das-dennis`` with this back-end).
+
+    Budget: ``MAXGEN = n_gen`` counts the initial population as generation 0, so the
+    run evaluates ``n_gen * pop_size`` individuals, like pymoo's ``("n_gen", n_gen)``.
+
+    Seeding: geatpy draws every random number (initial population, selection,
+    crossover, mutation; the Rust core seeds itself from numpy's legacy global
+    generator) from ``numpy.random``'s global state, which ``ea.optimize(seed=...)``
+    sets with ``np.random.seed``.  The global state is saved before the run and
+    restored afterwards, so the caller's numpy RNG is untouched.
+
+    ``init`` (``(pop_size, n_var)``, inside the box) is passed as geatpy's "prophet"
+    population and replaces the uniform random initial population.
     """
     if not geatpy_available():
-        raise ConfigError(
-            "method.backend=geatpy but geatpy cannot be imported (it has no wheel for "
-            "Python >= 3.11); use method.backend=pymoo"
-        )
+        raise ConfigError("method.backend=geatpy but geatpy cannot be imported (pip install geatpy-rs)")
     import geatpy as ea
 
     xl, xu = _check_box(xl, xu, init, pop_size)
@@ -216,27 +230,32 @@ def nsga3_geatpy(
 
         def evalVars(self, Vars):  # noqa: N802, N803, ANN001 - geatpy's names
             counter["n"] += Vars.shape[0]
-            return evaluate(np.asarray(Vars, dtype=float))
+            return np.asarray(evaluate(np.asarray(Vars, dtype=float)), dtype=float)
 
     problem = _Problem()
     population = ea.Population(Encoding="RI", NIND=int(pop_size))
-    algorithm = ea.moea_NSGA3_templet(problem, population, MAXGEN=int(n_gen), logTras=0)
+    algorithm = ea.moea_NSGA3_templet(problem, population, MAXGEN=int(n_gen), logTras=0, verbose=False, drawing=0)
+    prophet = None if init is None else np.array(init, dtype=float)
+    state = np.random.get_state()  # noqa: NPY002 - geatpy draws from the legacy global RNG
     t0 = time.perf_counter()
-    res = ea.optimize(
-        algorithm,
-        seed=int(seed),
-        prophet=None if init is None else np.array(init, dtype=float),
-        verbose=False,
-        drawing=0,
-        outputMsg=False,
-        drawLog=False,
-        saveFlag=False,
-    )
+    try:
+        res = ea.optimize(
+            algorithm,
+            seed=int(seed),
+            prophet=prophet,
+            verbose=False,
+            drawing=0,
+            outputMsg=False,
+            drawLog=False,
+            saveFlag=False,
+        )
+    finally:
+        np.random.set_state(state)  # noqa: NPY002
     seconds = time.perf_counter() - t0
     last = res["lastPop"]
     return MOOResult(
-        X=np.asarray(last.Phen, dtype=float),
-        F=np.asarray(last.ObjV, dtype=float),
+        X=np.array(last.Phen, dtype=float),
+        F=np.array(last.ObjV, dtype=float),
         n_evals=counter["n"],
         seconds=seconds,
         backend="geatpy",

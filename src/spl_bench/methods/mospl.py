@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from spl_bench.errors import ConfigError, check_positive
-from spl_bench.methods._moo_backends import BACKENDS, MOOResult, non_dominated, run_nsga3
+from spl_bench.methods._moo_backends import BACKENDS, REF_DIRS, MOOResult, non_dominated, run_nsga3
 from spl_bench.methods.base import Array, SPLEstimator
 from spl_bench.models import Model, Params
 from spl_bench.models.lasso import LassoModel
@@ -211,10 +211,12 @@ class MOSPL(SPLEstimator):
         appendix D.2).
     pop_size, n_gen : int
         NSGA-III population size and number of generations (paper: 150 and 800).
-    backend : {"pymoo", "geatpy"}
-        Evolutionary library; geatpy only when importable.
+    backend : {"geatpy", "pymoo"}
+        Evolutionary library: geatpy's ``moea_NSGA3_templet`` (package ``geatpy-rs``;
+        the GAGA authors' choice, default) or pymoo's ``NSGA3``.
     ref_dirs : {"das-dennis", "energy"}
-        NSGA-III reference directions (pymoo back-end).
+        NSGA-III reference directions (pymoo back-end; geatpy builds its own uniform
+        points, so only ``das-dennis`` is accepted with ``backend="geatpy"``).
     seed : int
         Seed of the evolutionary search (initial population and operators).
     lam_min : float
@@ -243,7 +245,7 @@ class MOSPL(SPLEstimator):
         sp_params: dict[str, Any] | None = None,
         pop_size: int = 150,
         n_gen: int = 800,
-        backend: str = "pymoo",
+        backend: str = "geatpy",
         ref_dirs: str = "das-dennis",
         seed: int = 40,
         lam_min: float = 0.01,
@@ -279,6 +281,12 @@ class MOSPL(SPLEstimator):
             raise ConfigError(f"method.n_gen must be an integer >= 1, got {self.n_gen!r}")
         if self.backend not in BACKENDS:
             raise ConfigError(f"unknown method.backend {self.backend!r}; valid: {', '.join(BACKENDS)}")
+        if self.ref_dirs not in REF_DIRS:
+            raise ConfigError(f"unknown method.ref_dirs {self.ref_dirs!r}; valid: {', '.join(REF_DIRS)}")
+        if self.backend == "geatpy" and self.ref_dirs != "das-dennis":
+            raise ConfigError(
+                f"method.ref_dirs={self.ref_dirs} needs method.backend=pymoo (geatpy uses its own uniform points)"
+            )
         if self.init not in INIT_MODES:
             raise ConfigError(f"unknown method.init {self.init!r}; valid: {', '.join(INIT_MODES)}")
         check_positive("method.lam_min", self.lam_min)
