@@ -116,6 +116,40 @@ def test_sweep_with_joblib_launcher_composes(tmp_path):
         assert "submitit" in cfg.hydra.launcher._target_.lower()
 
 
+SWEEP = ["method=acs", "method.lam_step=3.0", "data=diabetes", "protocol.n_runs=2", "noise.rate=0.1,0.3",
+         "progress=false", "print_table=false"]  # fmt: skip
+# everything a row carries except the wall-clock time
+VALUE_COLS = ["experiment", "dataset", "noise", "method", "params", "seed", "metric", "value", "lam", "candidate",
+              "n_train", "n_test", "n_corrupted", "info", "config_hash"]  # fmt: skip
+
+
+def sweep_rows(root) -> pd.DataFrame:
+    files = sorted(root.rglob("results.csv"))
+    assert len(files) == 2, files  # one folder per noise rate
+    frames = [pd.read_csv(f).assign(cell=f.parent.name) for f in files]
+    return pd.concat(frames).sort_values(["cell", "seed", "metric"]).reset_index(drop=True)
+
+
+@pytest.fixture(scope="module")
+def serial_sweep(tmp_path_factory):
+    root = tmp_path_factory.mktemp("serial")
+    assert main(["run", "-m", f"results_root={root}", *SWEEP]) == 0
+    return sweep_rows(root)
+
+
+@pytest.mark.parametrize("launcher", [["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"],
+                                      ["hydra/launcher=submitit_local", "hydra.launcher.timeout_min=5"]],
+                         ids=["joblib", "submitit_local"])  # fmt: skip
+def test_parallel_launchers_give_the_serial_rows_bit_for_bit(tmp_path, serial_sweep, launcher):
+    """The task is pickled to other processes (it used to drag the module's rich console along)."""
+    assert main(["run", "-m", f"results_root={tmp_path}", *SWEEP, *launcher]) == 0
+    rows = sweep_rows(tmp_path)
+    assert len(rows) == len(serial_sweep) == 2 * 2 * 2  # cells x seeds x (metric, selection metric)
+    assert rows["lam"].notna().all()
+    pd.testing.assert_frame_equal(rows[["cell", *VALUE_COLS]], serial_sweep[["cell", *VALUE_COLS]],
+                                  check_exact=True)  # fmt: skip
+
+
 def test_report_tables_match_numpy(tmp_path):
     rng = np.random.default_rng(0)
     rows = []

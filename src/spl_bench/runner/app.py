@@ -23,9 +23,22 @@ from spl_bench.paths import config_dir
 from spl_bench.protocol import NoiseConfig, ProtocolConfig, RunOutcome, run_once
 from spl_bench.runner.results import RowStore, code_version, config_hash
 
-console = Console(stderr=True)
-
 AUTO_NOISE = {"classification": "uniform_flip", "regression": "target_gaussian"}
+
+
+def console() -> Console:
+    """The stderr console, made on first use in the process that runs the task.
+
+    Not a module-level object: parallel launchers (joblib, submitit) pickle the task, and a rich
+    console holds locks and an open stream, which cannot be pickled.
+    """
+    global _CONSOLE
+    if _CONSOLE is None:
+        _CONSOLE = Console(stderr=True)
+    return _CONSOLE
+
+
+_CONSOLE: Console | None = None
 
 
 def _plain(node: Any) -> Any:
@@ -145,12 +158,12 @@ def run_experiment(cfg: DictConfig, run_dir: Path) -> Path:
     todo = [k for k in range(protocol.n_runs) if not store.done(k)]
     if len(todo) < protocol.n_runs:
         n_done = protocol.n_runs - len(todo)
-        console.print(f"[cyan]resuming:[/] {n_done} of {protocol.n_runs} runs already in {run_dir}")
+        console().print(f"[cyan]resuming:[/] {n_done} of {protocol.n_runs} runs already in {run_dir}")
     writer = path_writer(run_dir) if cfg.get("save_paths", False) else None
     label = f"{cfg.method.name} · {ds.name} · {cfg.model.name}/{cfg.sp.name}"
     with Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=console, disable=not cfg.progress, transient=False,
+        console=console(), disable=not cfg.progress, transient=False,
     ) as bar:  # fmt: skip
         task = bar.add_task(label, total=protocol.n_runs, completed=protocol.n_runs - len(todo))
         for k in todo:
@@ -163,9 +176,12 @@ def run_experiment(cfg: DictConfig, run_dir: Path) -> Path:
     return store.rewrite_summary()
 
 
-@hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")
-def hydra_main(cfg: DictConfig) -> None:
-    """Entry point of ``spl-bench run`` (Hydra parses the overrides)."""
+def task(cfg: DictConfig) -> None:
+    """One Hydra job of ``spl-bench run`` (one point of a sweep).
+
+    Kept undecorated at module level so that parallel launchers pickle it by reference
+    (``spl_bench.runner.app.task``) instead of by value with this module's globals.
+    """
     try:
         run_dir = Path(HydraConfig.get().runtime.output_dir)
         results = run_experiment(cfg, run_dir)
@@ -175,7 +191,11 @@ def hydra_main(cfg: DictConfig) -> None:
             from spl_bench.report.tables import print_tables, summarize
 
             print_tables(summarize(pd.read_csv(results)))
-        console.print(f"[green]results:[/] {results}")
+        console().print(f"[green]results:[/] {results}")
     except SplBenchError as exc:
-        console.print(f"[bold red]error:[/] {exc}")
+        console().print(f"[bold red]error:[/] {exc}")
         raise SystemExit(2) from None
+
+
+# Entry point of ``spl-bench run`` (Hydra parses the overrides).
+hydra_main = hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")(task)
