@@ -8,15 +8,19 @@ weighted solver and ACS (GAGA Algorithm 1).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
+from omegaconf import OmegaConf
 
 from spl_bench.data import load_dataset
 from spl_bench.errors import ConfigError
-from spl_bench.methods._moo_backends import geatpy_available, non_dominated
+from spl_bench.methods import _moo_backends
+from spl_bench.methods._moo_backends import geatpy_available, non_dominated, nsga3_geatpy
 from spl_bench.methods.acs import ACS
 from spl_bench.methods.mospl import MOSPL, MOSPLProblem, check_age_linear
 from spl_bench.methods.original import Original
@@ -232,14 +236,134 @@ def test_bad_settings_raise_config_error(kw, msg):
         MOSPL(model="lasso", pop_size=kw.pop("pop_size", 6), n_gen=kw.pop("n_gen", 2), **kw).fit(X, y)
 
 
-def test_geatpy_backend_needs_geatpy():
+# ------------------------------------------------------------------ back-ends
+def dominance_matrix(F: np.ndarray, G: np.ndarray) -> np.ndarray:
+    """``D[i, j]``: row ``F[i]`` Pareto-dominates row ``G[j]`` (minimisation), by broadcasting."""
+    le = np.all(F[:, None, :] <= G[None, :, :], axis=2)
+    lt = np.any(F[:, None, :] < G[None, :, :], axis=2)
+    return le & lt
+
+
+def hypervolume_2d(F: np.ndarray, ref: np.ndarray) -> float:
+    """Area dominated by the rows of ``F`` and bounded by ``ref``: sort by f1, sum the rectangles."""
+    F = F[np.all(F < ref, axis=1)]
+    F = F[np.lexsort((F[:, 1], F[:, 0]))]
+    area, top = 0.0, float(ref[1])
+    for f1, f2 in F:
+        if f2 < top:  # skips dominated rows and duplicates
+            area += (ref[0] - f1) * (top - f2)
+            top = f2
+    return area
+
+
+def test_hypervolume_2d_by_hand():
+    F = np.array([[1.0, 3.0], [2.0, 2.0], [3.0, 1.0], [2.5, 2.5], [2.0, 2.0]])
+    # staircase under ref (4, 4): 3*1 + 2*1 + 1*1 = 6; (2.5, 2.5) and the duplicate add nothing
+    assert hypervolume_2d(F, np.array([4.0, 4.0])) == pytest.approx(6.0)
+    assert hypervolume_2d(F, np.array([1.0, 1.0])) == 0.0
+
+
+@pytest.fixture(scope="module")
+def backend_fronts():
+    """Both back-ends on the same problem, box, budget (24 x 60) and seed; evolved fronts (no refit)."""
+    X, y = small_regression()
+    kw = {"model": "lasso", "model_params": {"alpha": 0.02}, "pop_size": 24, "n_gen": 60, "seed": 3, "refit": False}
+    return {be: MOSPL(**kw, backend=be).fit(X, y) for be in ("geatpy", "pymoo")}
+
+
+def test_both_backends_give_non_dominated_fronts_with_comparable_hypervolume(backend_fronts):
+    for be, est in backend_fronts.items():
+        res = est.moo_result_
+        assert res.backend == be and res.n_evals == 24 * 60 and res.X.shape == (24, est.problem_.n_var)
+        F = est.front_F_
+        assert len(F) >= 5
+        # no member of the final population dominates a front point, and every population
+        # member left out is dominated by, or equal to, a front point
+        np.testing.assert_allclose(F, est.problem_.evaluate(est.front_genomes_), rtol=0, atol=0)
+        assert not dominance_matrix(res.F, F).any()
+        out = ~np.any(np.all(res.F[:, None, :] == F[None, :, :], axis=2), axis=1)
+        assert np.all(dominance_matrix(F, res.F[out]).any(axis=0))
+        # the genomes stay in the search box
+        xl, xu = est._box(est.problem_, est.problem_.theta(est.full_params_))
+        assert np.all(res.X >= xl) and np.all(res.X <= xu)
+    # hypervolume, reference point 10 % beyond the union's nadir.  Measured over seeds 0-5
+    # and budgets 24 x 60 / 20 x 40 (extremes init): geatpy / pymoo between 0.998 and 1.003;
+    # 3 % is ten times that spread and still separates a front that misses an end (random
+    # init, 20 x 40: 0.85-1.18 when one back-end has not reached a corner of the front).
+    allF = np.vstack([est.front_F_ for est in backend_fronts.values()])
+    lo, hi = allF.min(axis=0), allF.max(axis=0)
+    ref = hi + 0.1 * (hi - lo)
+    hv = {be: hypervolume_2d(est.front_F_, ref) for be, est in backend_fronts.items()}
+    from pymoo.indicators.hv import HV
+
+    for be, est in backend_fronts.items():
+        assert hv[be] == pytest.approx(HV(ref_point=ref)(est.front_F_), rel=1e-9)
+    assert hv["geatpy"] == pytest.approx(hv["pymoo"], rel=0.03)
+
+
+def test_geatpy_same_seed_same_front_other_seed_different():
+    X, y = small_regression(30, 3, seed=2)
+    kw = {"model": "lasso", "model_params": {"alpha": 0.02}, "pop_size": 16, "n_gen": 30, "backend": "geatpy"}
+    for init in ("extremes", "random"):
+        np.random.seed(11)  # noqa: NPY002 - the caller's global state has no influence on the run
+        a = MOSPL(**kw, init=init, seed=5).fit(X, y)
+        np.random.seed(99)  # noqa: NPY002
+        b = MOSPL(**kw, init=init, seed=5).fit(X, y)
+        c = MOSPL(**kw, init=init, seed=6).fit(X, y)
+        assert a.moo_result_.X.tobytes() == b.moo_result_.X.tobytes()  # bit-identical
+        assert a.moo_result_.F.tobytes() == b.moo_result_.F.tobytes()
+        assert a.front_genomes_.tobytes() == b.front_genomes_.tobytes()
+        assert a.candidate_params_ == b.candidate_params_
+        assert not np.array_equal(a.moo_result_.X, c.moo_result_.X)
+
+
+def test_geatpy_starts_from_the_given_population():
+    """With one generation (MAXGEN = 1: no offspring) geatpy returns the prophet population itself.
+
+    And numpy's global RNG state (which geatpy draws from) is the caller's again afterwards.
+    """
+    rng = np.random.default_rng(0)
+    xl, xu = -np.ones(3), 2.0 * np.ones(3)
+    init = rng.uniform(xl, xu, size=(8, 3))
+    calls = []
+
+    def evaluate(G):
+        calls.append(G.copy())
+        return np.column_stack([(G**2).sum(axis=1), ((G - 1.0) ** 2).sum(axis=1)])
+
+    np.random.seed(11)  # noqa: NPY002 - geatpy seeds numpy's global RNG; the caller's state is restored
+    state = np.random.get_state()  # noqa: NPY002
+    res = nsga3_geatpy(evaluate, xl, xu, n_obj=2, pop_size=8, n_gen=1, seed=1, init=init)
+    after = np.random.get_state()  # noqa: NPY002
+    assert after[0] == state[0] and np.array_equal(after[1], state[1]) and after[2:] == state[2:]
+    np.testing.assert_array_equal(res.X, init)
+    np.testing.assert_array_equal(res.F, evaluate(init))
+    assert res.n_evals == 8 and len(calls) == 2
+    # without init: uniform in the box, another population
+    res = nsga3_geatpy(evaluate, xl, xu, n_obj=2, pop_size=8, n_gen=3, seed=1)
+    assert res.n_evals == 24 and np.all(res.X >= xl) and np.all(res.X <= xu)
+    after = np.random.get_state()  # noqa: NPY002
+    assert np.array_equal(after[1], state[1]) and after[2:] == state[2:]
+
+
+def test_backend_settings():
+    assert geatpy_available()
+    assert MOSPL().backend == "geatpy"
+    cfg = OmegaConf.load(Path(__file__).parents[1] / "configs" / "method" / "mospl.yaml")
+    assert cfg.backend == "geatpy"
     X, y = small_regression(12, 2)
-    est = MOSPL(model="lasso", pop_size=6, n_gen=2, backend="geatpy")
-    if geatpy_available():  # pragma: no cover - Python <= 3.10 with geatpy installed
-        assert len(est.fit(X, y).candidate_params_) >= 1
-    else:
-        with pytest.raises(ConfigError, match="geatpy"):
-            est.fit(X, y)
+    with pytest.raises(ConfigError) as err:
+        MOSPL(model="lasso", pop_size=6, n_gen=2, backend="deap").fit(X, y)
+    assert str(err.value) == "unknown method.backend 'deap'; valid: pymoo, geatpy"
+    with pytest.raises(ConfigError, match="backend=pymoo"):
+        MOSPL(model="lasso", pop_size=6, n_gen=2, ref_dirs="energy").fit(X, y)
+
+
+def test_geatpy_missing_is_a_config_error(monkeypatch):
+    monkeypatch.setattr(_moo_backends, "geatpy_available", lambda: False)
+    X, y = small_regression(12, 2)
+    with pytest.raises(ConfigError, match="geatpy-rs"):
+        MOSPL(model="lasso", pop_size=6, n_gen=2, backend="geatpy").fit(X, y)
 
 
 @pytest.mark.slow
