@@ -91,3 +91,65 @@ def test_metrics():
     assert best_candidate("regression", np.array([0.5, 0.2, 0.9])) == 1
     with pytest.raises(FloatingPointError):
         best_candidate("regression", np.array([np.nan, 1.0]))
+
+
+def _toy_classification(n: int = 240) -> Dataset:
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(n, 3))
+    y = np.where(X[:, 0] - 0.5 * X[:, 1] + 0.3 * rng.normal(size=n) > 0, 1.0, -1.0)
+    return Dataset("toy", X, y, "classification")
+
+
+def test_noise_scope_all_corrupts_test_labels_once_for_every_run():
+    from spl_bench.protocol.run import noisy_labels_all_rows
+
+    ds = _toy_classification()
+    noise = NoiseConfig("uniform_flip", 0.25)
+    y_noisy, idx = noisy_labels_all_rows(ds, noise, 40)
+    assert len(idx) == 60 and (y_noisy != ds.y).sum() == 60
+    proto = ProtocolConfig(selection="validation", n_runs=2, noise_scope="all")
+    make = lambda: Original(model="logistic")  # noqa: E731
+    for run in range(2):
+        out = run_once(ds, make, proto, noise, run=run)
+        tr, te = split_indices(ds.n_samples, run)
+        assert out.n_corrupted == int(np.isin(tr, idx).sum())
+        # the reported value is measured on the noisy test labels, the clean one is kept in the info
+        est = make().fit(*_fit_rows(ds, y_noisy, tr, proto, run))
+        mu, sd = ds.X[tr].mean(0), ds.X[tr].std(0)
+        pred = est.predict((ds.X[te] - mu) / sd)
+        assert out.value == pytest.approx(float((pred == y_noisy[te]).mean()))
+        assert out.info["test_value_clean"] == pytest.approx(float((pred == ds.y[te]).mean()))
+    with pytest.raises(ConfigError, match="noise_scope"):
+        ProtocolConfig(noise_scope="test")
+    reg = Dataset("r", ds.X, ds.X[:, 0], "regression")
+    with pytest.raises(ConfigError, match="changes features"):
+        noisy_labels_all_rows(reg, NoiseConfig("gaussian_shift", 0.3), 40)
+
+
+def _fit_rows(ds: Dataset, y_noisy: np.ndarray, tr: np.ndarray, proto: ProtocolConfig, run: int):
+    """The fitting rows ``run_once`` uses under validation selection (standardised on the training rows)."""
+    mu, sd = ds.X[tr].mean(0), ds.X[tr].std(0)
+    fit, _ = validation_split(len(tr), proto.val_size, proto.base_seed + run)
+    return ((ds.X[tr] - mu) / sd)[fit], y_noisy[tr][fit]
+
+
+def test_near_boundary_pool_count_flips_a_fraction_of_the_pool():
+    from spl_bench.data.noise import inject_noise
+
+    ds = _toy_classification(200)
+    rows = inject_noise(ds.X, ds.y, "classification", "near_boundary_flip", 0.3, np.random.default_rng(0))
+    pool = inject_noise(ds.X, ds.y, "classification", "near_boundary_flip", 0.3, np.random.default_rng(0), count="pool")
+    assert len(rows.idx) == 60 and len(pool.idx) == 18  # 0.3 * 200, and 0.3 * (0.3 * 200)
+    with pytest.raises(ConfigError, match="count"):
+        inject_noise(ds.X, ds.y, "classification", "near_boundary_flip", 0.3, np.random.default_rng(0), count="all")
+
+
+def test_test_selected_value_is_the_best_test_candidate(diabetes):
+    X, y = diabetes
+    ds = Dataset("diab", X, y, "regression")
+    make = lambda: ACS(model="lasso", model_params={"alpha": 0.01}, lam_min=0.1, lam_max=3.0, lam_step=0.7)  # noqa: E731
+    out = run_once(ds, make, ProtocolConfig(selection="validation", n_runs=1), NoiseConfig("target_gaussian", 0.3), 1)
+    assert out.info["value_test_selected"] <= out.value  # gen_error: lower is better
+    # with test selection the reported value is the test-selected one (fit on all training rows)
+    out_t = run_once(ds, make, ProtocolConfig(selection="test", n_runs=1), NoiseConfig("target_gaussian", 0.3), 1)
+    assert out_t.info["value_test_selected"] == pytest.approx(out_t.value)
