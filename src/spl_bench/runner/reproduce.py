@@ -1,0 +1,367 @@
+"""Reproduce the papers' tables: every cell (row x method) of a table, seed by seed, resumable.
+
+A *cell* is one point of a table's Hydra sweep (``configs/experiment/<table>.yaml``,
+``hydra.sweeper.params``): the same config that ``spl-bench run experiment=<table> <overrides>``
+composes.  Its per-seed rows are committed under ``results/rows/<experiment>/`` in one small
+CSV per cell and configuration hash (``<cell>__<hash>.csv``), so a sweep continues from the
+committed rows on any machine: a seed whose row is there is not run again.  Rows of another
+hash (the cell's config changed) are never pooled with the current ones; ``plan`` lists them
+as stale.  ``index.csv`` beside them maps each cell to its current hash and is what the
+report reads.
+
+Parallel runs use joblib (processes on this machine) or submitit (a SLURM cluster, or its
+local executor); the parent process is the only writer of the row files.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import re
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from omegaconf import DictConfig, OmegaConf
+
+from spl_bench.errors import ConfigError
+from spl_bench.paths import config_dir, repo_root
+from spl_bench.runner.results import atomic_write_csv
+
+#: table key -> (experiment config, paper, paper table number)
+TABLES: dict[str, tuple[str, str, int]] = {
+    **{str(t): (f"gaga_table{t}", "gaga", t) for t in (2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)},
+    "op2": ("outlier_path_table2", "outlier_path", 2),
+    "op3": ("outlier_path_table3", "outlier_path", 3),
+}
+#: extra sweeps of a table beyond its config's sweeper (the C-SVM column of the Outlier-Path tables)
+EXTRA_SWEEPS: dict[str, list[dict[str, list[str]]]] = {
+    "op2": [{"method": ["csvm"], "method.variant": ["-"]}],
+    "op3": [{"method": ["csvm"], "method.variant": ["-"]}],
+}
+#: columns kept in the committed rows (the runner's tidy rows minus the bulky candidate dict)
+ROW_COLUMNS = [
+    "experiment", "dataset", "noise", "method", "model", "sp", "selection", "params", "seed", "metric",
+    "value", "lam", "time_s", "n_restarts", "n_train", "n_test", "n_corrupted", "info", "config_hash",
+    "code_version", "n_critical_turning", "n_critical_jump",
+]  # fmt: skip
+
+
+def rows_root() -> Path:
+    """Where committed per-seed rows live (``results/rows``)."""
+    return repo_root() / "results" / "rows"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell of a table: the overrides of ``spl-bench run`` that compose its config."""
+
+    table: str
+    experiment: str
+    overrides: tuple[str, ...]
+
+    @property
+    def cell_id(self) -> str:
+        """A file-name-safe label, e.g. ``table_row=t2_music_n30,method=gaga``."""
+        text = ",".join(o.lstrip("+") for o in self.overrides)
+        return re.sub(r"[^A-Za-z0-9_.=,-]", "_", text)
+
+    @property
+    def label(self) -> str:
+        return f"{self.experiment} {self.cell_id}"
+
+
+def _sweep_params(experiment: str) -> dict[str, list[str]]:
+    path = config_dir() / "experiment" / f"{experiment}.yaml"
+    if not path.is_file():
+        raise ConfigError(f"no experiment config {path}")
+    conf = OmegaConf.load(path)
+    params = OmegaConf.select(conf, "hydra.sweeper.params", default=None)
+    if params is None:
+        raise ConfigError(f"{path} has no hydra.sweeper.params")
+    return {str(k): [v.strip() for v in str(val).split(",")] for k, val in params.items()}
+
+
+def table_cells(table: str, methods: Iterable[str] | None = None, data: Iterable[str] | None = None) -> list[Cell]:
+    """Every cell of ``table`` (a key of :data:`TABLES`), optionally only some methods / datasets."""
+    if table not in TABLES:
+        raise ConfigError(f"unknown table {table!r}; valid: {', '.join(TABLES)}")
+    experiment = TABLES[table][0]
+    base = _sweep_params(experiment)
+    sweeps = [base]
+    for extra in EXTRA_SWEEPS.get(table, []):
+        sweeps.append({**{k: v for k, v in base.items() if k not in ("method", "method.variant")}, **extra})
+    keep_m = set(methods) if methods else None
+    keep_d = set(data) if data else None
+    out: list[Cell] = []
+    for sweep in sweeps:
+        keys = list(sweep)
+        for values in itertools.product(*(sweep[k] for k in keys)):
+            pairs = dict(zip(keys, values, strict=True))
+            if keep_m and pairs.get("method") not in keep_m:
+                continue
+            if keep_d and not _mentions_dataset(pairs, keep_d):
+                continue
+            out.append(Cell(table, experiment, tuple(f"{k}={v}" for k, v in pairs.items())))
+    return out
+
+
+def _mentions_dataset(pairs: dict[str, str], names: set[str]) -> bool:
+    if "data" in pairs:
+        return pairs["data"] in names
+    row = pairs.get("+table_row", "")
+    return any(f"_{n}_" in f"_{row}_" or row.split("_", 1)[-1].startswith(f"{n}_n") for n in names)
+
+
+def compose_cell(cell: Cell, extra: Iterable[str] = ()) -> DictConfig:
+    """The resolved config of ``cell`` (Hydra's compose API: the same config ``spl-bench run`` builds)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+        cfg = compose("config", overrides=[f"experiment={cell.experiment}", *cell.overrides, *extra])
+    return cfg
+
+
+def cell_hash(cfg: DictConfig) -> str:
+    """The configuration hash the runner gives this config (its resumable identity)."""
+    from spl_bench.runner.app import identity
+    from spl_bench.runner.results import config_hash
+
+    return config_hash(identity(cfg))
+
+
+def run_seed(cell: Cell, seed: int, extra: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """Run seed ``seed`` of ``cell`` (one protocol run) and return its tidy rows."""
+    from threadpoolctl import threadpool_limits
+
+    from spl_bench.data import load_dataset
+    from spl_bench.protocol import run_once
+    from spl_bench.runner import app
+
+    cfg = compose_cell(cell, extra)
+    protocol = app.protocol_config(cfg)
+    ds = load_dataset(app._plain(cfg.data))
+    app.check_task(cfg, ds)
+    noise = app.noise_config(cfg, ds.task)
+    make = app.estimator_factory(cfg)
+    with threadpool_limits(limits=1):  # one BLAS thread per run: parallelism is across runs
+        out = run_once(ds, make, protocol, noise, seed)
+    if not math.isfinite(out.value):
+        raise FloatingPointError(f"{cell.label} seed {seed}: non-finite metric")
+    return app.outcome_rows(cfg, ds, noise, out, cell_hash(cfg))
+
+
+# ----------------------------------------------------------------------------- committed rows
+
+
+def rows_file(cell: Cell, h: str, root: Path | None = None) -> Path:
+    return (root or rows_root()) / cell.experiment / f"{cell.cell_id}__{h}.csv"
+
+
+def read_rows(path: Path) -> pd.DataFrame:
+    if not path.is_file() or path.stat().st_size == 0:
+        return pd.DataFrame(columns=ROW_COLUMNS)
+    return pd.read_csv(path)
+
+
+def append_rows(path: Path, rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """Add one seed's rows to a cell's file (atomic rewrite; a seed already there is replaced)."""
+    old = read_rows(path)
+    new = pd.DataFrame(rows).reindex(columns=ROW_COLUMNS)
+    if len(old):
+        old = old[~old["seed"].isin(new["seed"].unique())]
+    frame = pd.concat([old, new], ignore_index=True) if len(old) else new
+    frame = frame.sort_values(["seed", "metric"]).reset_index(drop=True)
+    atomic_write_csv(frame, path)
+    return frame
+
+
+def write_index(experiment: str, entries: list[dict[str, Any]], root: Path | None = None) -> Path:
+    """``index.csv`` of an experiment: cell -> current hash and file (what the report reads)."""
+    path = (root or rows_root()) / experiment / "index.csv"
+    frame = pd.DataFrame(entries, columns=["cell", "overrides", "config_hash", "file"])
+    old = pd.read_csv(path) if path.is_file() else frame.iloc[:0]
+    frame = pd.concat([old[~old["cell"].isin(frame["cell"])], frame], ignore_index=True).sort_values("cell")
+    atomic_write_csv(frame.reset_index(drop=True), path)
+    return path
+
+
+# ----------------------------------------------------------------------------- planning
+
+
+@dataclass
+class CellState:
+    cell: Cell
+    config_hash: str
+    file: Path
+    done: set[int]
+    stale: list[Path]
+    sec_per_run: float | None
+
+
+def cell_states(cells: list[Cell], root: Path | None = None) -> list[CellState]:
+    """Hash, committed seeds, stale files and measured seconds per run of every cell."""
+    states = []
+    for cell in cells:
+        h = cell_hash(compose_cell(cell))
+        path = rows_file(cell, h, root)
+        frame = read_rows(path)
+        done = set(int(s) for s in frame["seed"].unique()) if len(frame) else set()
+        times = frame.drop_duplicates("seed")["time_s"] if len(frame) else pd.Series(dtype=float)
+        stale = sorted(p for p in path.parent.glob(f"{cell.cell_id}__*.csv") if p != path)
+        states.append(CellState(cell, h, path, done, stale, float(times.mean()) if len(times) else None))
+    return states
+
+
+def _fmt_seconds(sec: float) -> str:
+    if sec < 120:
+        return f"{sec:.0f} s"
+    if sec < 7200:
+        return f"{sec / 60:.0f} min"
+    return f"{sec / 3600:.1f} h"
+
+
+def plan_lines(states: list[CellState], runs: int, jobs: int = 1) -> list[str]:
+    """One line per cell (runs done / left, seconds per run, ETA) and a total."""
+    by_method: dict[str, list[float]] = {}
+    for st in states:
+        if st.sec_per_run is not None:
+            by_method.setdefault(_method_of(st.cell), []).append(st.sec_per_run)
+    lines, total, unknown = [], 0.0, 0
+    for st in states:
+        left = max(0, runs - len([s for s in st.done if s < runs]))
+        per = st.sec_per_run
+        guess = ""
+        if per is None and _method_of(st.cell) in by_method:
+            per, guess = max(by_method[_method_of(st.cell)]), "~"
+        eta = "?" if per is None else _fmt_seconds(per * left)
+        if left and per is None:
+            unknown += 1
+        total += (per or 0.0) * left
+        stale = f"  stale: {len(st.stale)} file(s)" if st.stale else ""
+        per_s = "?" if per is None else f"{guess}{per:.1f}"
+        lines.append(f"{st.cell.label:<80} {len(st.done):>3}/{runs} done  {per_s:>8} s/run  ETA {eta}{stale}")
+    lines.append(
+        f"total: {sum(max(0, runs - len(st.done)) for st in states)} runs left in {len(states)} cells, "
+        f"ETA {_fmt_seconds(total / max(1, jobs))} with {jobs} job(s)"
+        + (f" (+ {unknown} cells never timed)" if unknown else "")
+    )
+    return lines
+
+
+def _method_of(cell: Cell) -> str:
+    for o in cell.overrides:
+        if o.startswith("method="):
+            return o.split("=", 1)[1]
+    return "?"
+
+
+# ----------------------------------------------------------------------------- running
+
+
+def pending_tasks(states: list[CellState], runs: int, max_cell_seconds: float | None) -> list[tuple[Cell, int]]:
+    """(cell, seed) still to run, seed-major (every cell gets seed k before any gets k + 1).
+
+    A cell whose measured seconds per run exceed ``max_cell_seconds`` gets no new seed (it is
+    reported with the runs it has and the reason).
+    """
+    tasks = []
+    for seed in range(runs):
+        for st in states:
+            if seed in st.done:
+                continue
+            if max_cell_seconds is not None and st.sec_per_run is not None and st.sec_per_run > max_cell_seconds:
+                continue
+            tasks.append((st.cell, seed))
+    return tasks
+
+
+def _execute(
+    tasks: list[tuple[Cell, int]], jobs: int, executor: str, slurm: dict[str, Any] | None
+) -> Iterator[tuple[Cell, int, list[dict[str, Any]] | BaseException]]:
+    """Run the tasks; yield each (cell, seed, rows or the exception) as it finishes."""
+
+    if executor == "submitit":
+        import submitit
+
+        folder = repo_root() / "runs" / "submitit"
+        ex = submitit.AutoExecutor(folder=str(folder), cluster=None if slurm else "local")
+        ex.update_parameters(timeout_min=int((slurm or {}).get("timeout_min", 240)), cpus_per_task=1,
+                             **{k: v for k, v in (slurm or {}).items() if k != "timeout_min"})  # fmt: skip
+        jobs_ = ex.map_array(_guarded_task, [c for c, _ in tasks], [s for _, s in tasks])
+        pending = list(jobs_)
+        while pending:
+            for job in [j for j in pending if j.done()]:
+                pending.remove(job)
+                yield job.result()
+            time.sleep(2)
+        return
+    if jobs <= 1:
+        for cell, seed in tasks:
+            yield _guarded_task(cell, seed)
+        return
+    from joblib import Parallel, delayed
+
+    par = Parallel(n_jobs=jobs, return_as="generator_unordered", batch_size=1)
+    yield from par(delayed(_guarded_task)(cell, seed) for cell, seed in tasks)
+
+
+def _guarded_task(cell: Cell, seed: int) -> tuple[Cell, int, list[dict[str, Any]] | BaseException]:
+    try:
+        return cell, seed, run_seed(cell, seed)
+    except Exception as exc:  # reported by the parent, the sweep goes on
+        return cell, seed, exc
+
+
+def run_tables(
+    states: list[CellState],
+    runs: int,
+    jobs: int = 1,
+    executor: str = "joblib",
+    max_cell_seconds: float | None = None,
+    slurm: dict[str, Any] | None = None,
+    log: Callable[[str], None] = print,
+) -> dict[str, str]:
+    """Run every missing seed; write each seed's rows as it finishes. Returns failures by cell."""
+    tasks = pending_tasks(states, runs, max_cell_seconds)
+    by_cell = {st.cell: st for st in states}
+    for exp in sorted({st.cell.experiment for st in states}):
+        write_index(exp, [_index_entry(st) for st in states if st.cell.experiment == exp])
+    failures: dict[str, str] = {}
+    t0 = time.perf_counter()
+    log(f"{len(tasks)} runs to do in {len({c for c, _ in tasks})} cells, {jobs} job(s)")
+    for i, (cell, seed, result) in enumerate(_execute(tasks, jobs, executor, slurm), start=1):
+        elapsed = time.perf_counter() - t0
+        if isinstance(result, BaseException):
+            failures[cell.label] = f"{type(result).__name__}: {result}".splitlines()[0][:300]
+            log(f"[{i}/{len(tasks)}] {cell.label} seed {seed}: FAILED {failures[cell.label]}")
+            continue
+        st = by_cell[cell]
+        append_rows(st.file, result)
+        st.done.add(seed)
+        main = next(r for r in result if not str(r["metric"]).startswith("selection_"))
+        log(f"[{i}/{len(tasks)}] {cell.label} seed {seed}: {main['metric']} {main['value']:.4f} "
+            f"({main['time_s']:.1f} s fit; {elapsed / 60:.1f} min elapsed)")  # fmt: skip
+    return failures
+
+
+def _index_entry(st: CellState) -> dict[str, Any]:
+    return {"cell": st.cell.cell_id, "overrides": " ".join(st.cell.overrides), "config_hash": st.config_hash,
+            "file": st.file.name}  # fmt: skip
+
+
+def log_line(text: str) -> None:
+    """Print a progress line at once, also when output goes to a file."""
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def default_jobs() -> int:
+    return max(1, (os.cpu_count() or 1))
