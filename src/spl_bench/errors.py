@@ -34,3 +34,54 @@ def check_positive(name: str, value: float) -> float:
 def unknown_name(kind: str, name: str, valid: list[str]) -> ConfigError:
     """Build the error for an unknown ``kind`` name, listing the valid ones."""
     return ConfigError(f"unknown {kind} {name!r}; valid {kind}s: {', '.join(sorted(valid))}")
+
+
+def check_int(name: str, value: object, minimum: int | None = None) -> int:
+    """Return ``value`` as an int, or raise :class:`ConfigError` if it is not a whole number.
+
+    Integers and strings of digits pass; ``2.5``, ``"abc"`` and booleans do not (a float
+    that happens to be whole, ``3.0``, is refused too: it is a typo for ``3``, not a count).
+    """
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ConfigError(f"{name} must be a whole number, got {value!r}")
+    try:
+        v = int(value)
+    except ValueError:
+        raise ConfigError(f"{name} must be a whole number, got {value!r}") from None
+    if minimum is not None and v < minimum:
+        raise ConfigError(f"{name} must be >= {minimum}, got {v}")
+    return v
+
+
+def check_number(name: str, value: object, low: float | None = None, high: float | None = None) -> float:
+    """Return ``value`` as a finite float in ``[low, high]``, or raise :class:`ConfigError`."""
+    if isinstance(value, bool):
+        raise ConfigError(f"{name} must be a number, got {value!r}")
+    try:
+        v = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be a number, got {value!r}") from None
+    if v != v or v in (float("inf"), float("-inf")):
+        raise ConfigError(f"{name} must be a finite number, got {value!r}")
+    if (low is not None and v < low) or (high is not None and v > high):
+        lo = "-inf" if low is None else f"{low:g}"
+        hi = "inf" if high is None else f"{high:g}"
+        raise ConfigError(f"{name} must be in [{lo}, {hi}], got {v:g}")
+    return v
+
+
+def unknown_key(kind: str, key: str, valid: list[str]) -> ConfigError:
+    """Build the error for an unknown ``kind`` key, with the closest valid spelling if any."""
+    import difflib
+
+    close = difflib.get_close_matches(key, valid, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return ConfigError(f"unknown {kind} {key!r}{hint} (valid: {', '.join(sorted(valid))})")
+
+
+def print_error(console: object, message: object) -> None:
+    """Print ``error: <message>`` on a rich console as one unwrapped line, the message not read as markup."""
+    from rich.text import Text
+
+    text = " ".join(str(message).split())  # one line, whatever the message's own line breaks
+    console.print(Text.assemble(("error: ", "bold red"), text), soft_wrap=True)  # type: ignore[attr-defined]

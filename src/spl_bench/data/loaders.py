@@ -19,7 +19,9 @@ error says where to put the file.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +89,7 @@ def load_dataset(name_or_spec: str | dict[str, Any], data_dir_: str | Path | Non
     else:
         raise ConfigError(f"dataset {name!r}: unknown source {source!r}; valid: sklearn, local, openml")
     X, y = _slice_rows(X, y, spec.get("rows"), name)
+    _check_rows_and_target(X, y, name, origin)
     if task == "classification":
         y = binarize(y, spec.get("binarize"), name)
     else:
@@ -121,7 +124,7 @@ def _load_csv(path: Path, spec: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]
         raise DataError(
             f"{path}: sha256 does not match the config ({expected[:12]}...); the file is not the expected copy"
         )
-    frame = pd.read_csv(path)
+    frame = _read_table(path)
     target = spec.get("target_column", "target")
     if target not in frame.columns:
         raise DataError(f"{path}: no column {target!r} (columns: {', '.join(map(str, frame.columns[-5:]))} ...)")
@@ -131,6 +134,39 @@ def _load_csv(path: Path, spec: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]
     except ValueError as exc:
         raise DataError(f"{path}: non-numeric feature values ({exc})") from None
     return X, y
+
+
+def _read_table(path: Path) -> pd.DataFrame:
+    """``pd.read_csv(path)`` with a one-line :class:`DataError` for files that are not readable CSV."""
+    if path.stat().st_size == 0:
+        raise DataError(f"{path}: the file is empty (0 bytes); copy or download it again")
+    try:
+        return pd.read_csv(path)
+    except gzip.BadGzipFile:
+        raise DataError(
+            f"{path}: not a gzip file although its name ends in '.gz'; compress it (gzip) or drop the '.gz'"
+        ) from None
+    except (EOFError, zlib.error) as exc:
+        raise DataError(f"{path}: the compressed file is truncated or damaged ({exc}); copy it again") from None
+    except pd.errors.EmptyDataError:
+        raise DataError(f"{path}: no header and no rows (empty after decompression?)") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DataError(f"{path}: cannot be read as a CSV file ({first})") from None
+
+
+def _check_rows_and_target(X: np.ndarray, y: np.ndarray, name: str, origin: str) -> None:
+    """No rows, or rows without a target value, are refused before labels are counted."""
+    if len(y) == 0:
+        raise DataError(f"dataset {name!r} ({origin}) has no data rows (a header only?)")
+    missing = np.asarray(pd.isna(pd.Series(y)))
+    if missing.any():
+        rows = np.flatnonzero(missing)
+        shown = ", ".join(str(int(r)) for r in rows[:5]) + (" ..." if rows.size > 5 else "")
+        raise DataError(
+            f"dataset {name!r} ({origin}): {rows.size} row(s) have no target value (NaN/empty), at row index "
+            f"{shown}; drop or fill them"
+        )
 
 
 def frame_to_arrays(X: pd.DataFrame, y: pd.Series | np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,7 +18,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from spl_bench.data import Dataset, load_dataset
-from spl_bench.errors import ConfigError, SplBenchError
+from spl_bench.errors import ConfigError, SplBenchError, check_int, check_number, print_error, unknown_key
 from spl_bench.methods.base import SPLEstimator
 from spl_bench.models import get_model
 from spl_bench.paths import config_dir
@@ -50,11 +52,42 @@ def noise_config(cfg: DictConfig, task: str) -> NoiseConfig:
     kind = str(cfg.noise.kind)
     if kind == "auto":
         kind = AUTO_NOISE[task]
-    return NoiseConfig(kind=kind, rate=float(cfg.noise.rate), options=dict(_plain(cfg.noise.get("options")) or {}))
+    rate = check_number("noise.rate", cfg.noise.rate, 0.0, 1.0)
+    return NoiseConfig(kind=kind, rate=rate, options=dict(_plain(cfg.noise.get("options")) or {}))
 
 
 def protocol_config(cfg: DictConfig) -> ProtocolConfig:
-    return ProtocolConfig(**_plain(cfg.protocol))
+    """``cfg.protocol`` as a :class:`ProtocolConfig`; unknown keys and ill-typed values are refused."""
+    given = dict(_plain(cfg.protocol))
+    fields = {f.name: f.type for f in dataclasses.fields(ProtocolConfig)}
+    for key, value in given.items():
+        if key not in fields:
+            raise unknown_key("protocol key", key, list(fields))
+        kind = str(fields[key])
+        if kind == "int":
+            given[key] = check_int(f"protocol.{key}", value, minimum=1 if key == "n_runs" else None)
+        elif kind == "float":
+            given[key] = check_number(f"protocol.{key}", value)
+    return ProtocolConfig(**given)
+
+
+def root_keys() -> list[str]:
+    """The top-level keys a ``spl-bench run`` config may have: the root config's and its groups'."""
+    root = OmegaConf.load(config_dir() / "config.yaml")
+    keys = {str(k) for k in root if k not in ("defaults", "hydra")}
+    for entry in root.get("defaults", []):
+        name = next(iter(entry)) if isinstance(entry, DictConfig) else str(entry)
+        keys.add(str(name).replace("optional ", "").strip().lstrip("/"))
+    keys.discard("_self_")
+    return sorted(keys)
+
+
+def check_root_keys(cfg: DictConfig) -> None:
+    """Refuse top-level keys no config defines (``+protocl.n_runs=1`` would otherwise be ignored)."""
+    valid = root_keys()
+    for key in cfg:
+        if key not in valid:
+            raise unknown_key("top-level config key", str(key), valid)
 
 
 def estimator_factory(cfg: DictConfig) -> Callable[[], SPLEstimator]:
@@ -182,8 +215,9 @@ def task(cfg: DictConfig) -> None:
     Kept undecorated at module level so that parallel launchers pickle it by reference
     (``spl_bench.runner.app.task``) instead of by value with this module's globals.
     """
+    run_dir = Path(HydraConfig.get().runtime.output_dir)
     try:
-        run_dir = Path(HydraConfig.get().runtime.output_dir)
+        check_root_keys(cfg)
         results = run_experiment(cfg, run_dir)
         if cfg.print_table:
             import pandas as pd
@@ -191,10 +225,34 @@ def task(cfg: DictConfig) -> None:
             from spl_bench.report.tables import print_tables, summarize
 
             print_tables(summarize(pd.read_csv(results)))
-        console().print(f"[green]results:[/] {results}")
+        console().print(f"[green]results:[/] {results}", soft_wrap=True)
     except SplBenchError as exc:
-        console().print(f"[bold red]error:[/] {exc}")
+        _drop_if_empty(run_dir, Path(str(cfg.get("results_root", run_dir.parent))))
+        print_error(console(), exc)
         raise SystemExit(2) from None
+
+
+def _drop_if_empty(run_dir: Path, results_root: Path) -> None:
+    """Remove a job folder that holds only what Hydra wrote before the task failed.
+
+    Hydra creates ``<run_dir>/.hydra/`` and its log file before the task starts; after a refused
+    input they are the only content, and would leave a folder with no results.  A folder
+    with anything else (rows of earlier runs, results.csv, paths) is left alone.  Parent folders
+    left empty (an override value with a ``/`` makes nested folders) go too, up to ``results_root``.
+    """
+    try:
+        if not run_dir.is_dir():
+            return
+        if any(p.name != ".hydra" and p.suffix != ".log" for p in run_dir.iterdir()):
+            return
+        shutil.rmtree(run_dir)
+        root = results_root.resolve()
+        parent = run_dir.resolve().parent
+        while parent != root and root in parent.parents and not any(parent.iterdir()):
+            parent.rmdir()
+            parent = parent.parent
+    except OSError:  # best effort: a leftover folder is better than hiding the real error
+        pass
 
 
 # Entry point of ``spl-bench run`` (Hydra parses the overrides).

@@ -16,15 +16,55 @@ from pathlib import Path
 
 from rich.console import Console
 
-from spl_bench.errors import SplBenchError
+from spl_bench.errors import SplBenchError, print_error
 
 console = Console(stderr=True)
 USAGE = __doc__ or ""
 
 
+def _override(argv: list[str], key: str) -> str | None:
+    """The last command-line value of ``key`` (``key=v``, ``+key=v`` or ``++key=v``), if any."""
+    value = None
+    for a in argv:
+        k, sep, v = a.lstrip("+").partition("=")
+        if sep and k == key:
+            value = v
+    return value
+
+
+def check_output_folder(label: str, root: str) -> None:
+    """Refuse an output folder (``results_root``, ``--out``) that is a file or cannot be written.
+
+    ``label`` names the option in the message (``results_root=``, ``--out ``).  For
+    ``results_root`` this runs before Hydra starts: Hydra creates the run folder before the
+    task runs, and a failure there is a traceback.  Nothing is left behind by the check.
+    """
+    import tempfile
+
+    from spl_bench.errors import ConfigError
+
+    path = Path(root).expanduser().absolute()
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        what = "is a file" if existing == path else f"is under the file {existing}"
+        raise ConfigError(f"{label}{root} {what}, not a folder; give a folder (it is created if missing)")
+    try:
+        tempfile.TemporaryDirectory(dir=existing).cleanup()
+    except OSError as exc:
+        raise ConfigError(
+            f"{label}{root}: cannot create folders in {existing} ({exc.strerror or exc}); "
+            "choose a writable folder"
+        ) from None
+
+
 def _run(argv: list[str]) -> int:
     from spl_bench.runner.app import hydra_main
 
+    root = _override(argv, "results_root")
+    if root is None or "," not in root:  # a swept results_root is left to Hydra
+        check_output_folder("results_root=", root if root is not None else "runs")
     sys.argv = ["spl-bench run", *argv]
     hydra_main()
     return 0
@@ -42,6 +82,11 @@ def _report(argv: list[str]) -> int:
     ap.add_argument("--unavailable", nargs="*", default=[], metavar="DATASET",
                     help="datasets of the paper's table with no local copy: listed as not available")
     args = ap.parse_args(argv)
+    if args.out:
+        check_output_folder("--out ", args.out)
+    for p in map(Path, args.paths):
+        for f in sorted(p.rglob("results.csv")) if p.is_dir() else [p] if p.is_file() else []:
+            check_results_file(f)
     frame = read_results(args.paths)
     summary = summarize(frame)
     print_tables(summary)
@@ -51,8 +96,35 @@ def _report(argv: list[str]) -> int:
             written += bar_figure(summary, Path(args.out) / f"{args.name}.png")
             written += critical_point_figure(frame, Path(args.out) / f"{args.name}_critical_points.png")
         for p in written:
-            console.print(f"wrote {p}")
+            console.print(f"wrote {p}", soft_wrap=True)
     return 0
+
+
+#: columns every results file has (see spl_bench.runner.results.COLUMNS)
+RESULT_COLUMNS = ("experiment", "dataset", "noise", "method", "model", "sp", "selection", "seed", "metric", "value")
+
+
+def check_results_file(path: Path) -> None:
+    """Refuse a file that is not a results CSV written by ``spl-bench run``, naming what is wrong."""
+    import pandas as pd
+
+    from spl_bench.errors import DataError
+
+    if path.stat().st_size == 0:
+        if path.name == "results.csv":
+            return  # an interrupted first run: read_results skips it
+        raise DataError(f"{path} is empty, not a results file of spl-bench run")
+    try:
+        header = pd.read_csv(path, nrows=0)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError, EOFError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise DataError(f"{path} cannot be read as a CSV results file ({first})") from None
+    missing = [c for c in RESULT_COLUMNS if c not in header.columns]
+    if missing:
+        raise DataError(
+            f"{path} is not a results file of spl-bench run (no column {', '.join(missing)}); "
+            "give results.csv files or the folders holding them"
+        )
 
 
 def _path(argv: list[str]) -> int:
@@ -97,12 +169,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if argv else 2
     cmd, rest = argv[0], argv[1:]
     if cmd not in COMMANDS:
-        console.print(f"[bold red]error:[/] unknown command {cmd!r}; valid: {', '.join(COMMANDS)}")
+        print_error(console, f"unknown command {cmd!r}; valid: {', '.join(COMMANDS)}")
         return 2
     try:
         return COMMANDS[cmd](rest)
     except SplBenchError as exc:
-        console.print(f"[bold red]error:[/] {exc}")
+        print_error(console, exc)
         return 2
 
 

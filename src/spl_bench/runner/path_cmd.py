@@ -20,9 +20,12 @@ from pathlib import Path
 import numpy as np
 from sklearn.model_selection import train_test_split
 
-from spl_bench.errors import ConfigError
+from spl_bench.errors import ConfigError, check_int, check_number, unknown_key
 
 MODEL_KEYS = {"lasso": ("alpha",), "logistic": ("C",), "svm": ("C", "kernel", "gamma")}
+#: every key ``spl-bench path`` understands; anything else is refused (a typo must not be ignored)
+KEYS = ("model", "sp", "data", "alpha", "C", "kernel", "gamma", "sp_gamma", "lam_min", "lam_max", "seed", "out",
+        "ode_method", "progress")  # fmt: skip
 
 
 def _parse(argv: list[str]) -> dict[str, str]:
@@ -31,15 +34,19 @@ def _parse(argv: list[str]) -> dict[str, str]:
         if "=" not in a:
             raise ConfigError(f"spl-bench path takes key=value arguments, got {a!r}")
         k, v = a.split("=", 1)
-        out[k.lstrip("+")] = v
+        k = k.lstrip("+")
+        if k not in KEYS:
+            raise unknown_key("spl-bench path key", k, list(KEYS))
+        out[k] = v
     return out
 
 
-def _num(v: str) -> float | str:
-    try:
-        return float(v)
-    except ValueError:
+def _num(k: str, v: str) -> float | str:
+    if k == "kernel":
         return v
+    if k == "gamma" and v in ("scale", "auto"):
+        return v
+    return check_number(k, v)
 
 
 def main(argv: list[str]) -> int:
@@ -55,16 +62,24 @@ def main(argv: list[str]) -> int:
     data = a.get("data", "diabetes")
     if model not in MODEL_KEYS:
         raise ConfigError(f"unknown model {model!r}; valid models: {', '.join(MODEL_KEYS)}")
-    mparams = {k: _num(a[k]) for k in MODEL_KEYS[model] if k in a}
+    for k in ("alpha", "C", "kernel", "gamma"):
+        if k in a and k not in MODEL_KEYS[model]:
+            raise ConfigError(f"{k} is not a parameter of model {model!r} (its parameters: "
+                              f"{', '.join(MODEL_KEYS[model])})")
+    mparams = {k: _num(k, a[k]) for k in MODEL_KEYS[model] if k in a}
     if model == "lasso":
         mparams.setdefault("alpha", 0.005)
-    sp_params = {"gamma": float(a.get("sp_gamma", 0.5))} if sp == "mixture" else {}
-    seed = int(a.get("seed", 40))
-    lam_range = (float(a.get("lam_min", 0.1)), float(a.get("lam_max", 20.0)))
+    if "sp_gamma" in a and sp != "mixture":
+        raise ConfigError(f"sp_gamma is a parameter of sp=mixture only, not of sp={sp}")
+    sp_params = {"gamma": check_number("sp_gamma", a.get("sp_gamma", 0.5))} if sp == "mixture" else {}
+    seed = check_int("seed", a.get("seed", "40"), minimum=0)
+    lam_range = (check_number("lam_min", a.get("lam_min", 0.1)), check_number("lam_max", a.get("lam_max", 20.0)))
     if not 0.0 < lam_range[0] < lam_range[1]:
         raise ConfigError(f"need 0 < lam_min < lam_max, got lam_min={lam_range[0]}, lam_max={lam_range[1]}")
+    from spl_bench.runner.cli import check_output_folder
+
     out = Path(a.get("out", "results/path"))
-    out.mkdir(parents=True, exist_ok=True)
+    check_output_folder("out=", str(out))
 
     ds = load_dataset(data)
     Xtr, Xte, ytr, yte = train_test_split(ds.X, ds.y, test_size=0.25, random_state=seed)
@@ -90,6 +105,7 @@ def main(argv: list[str]) -> int:
         path = age_path(Xtr, ytr, model=model, sp=sp, sp_params=sp_params, lam_range=lam_range,
                         options=EngineOptions(method=str(a.get("ode_method", "auto"))), progress=report, **mparams)
     stem = f"{data}_{model}_{sp}"
+    out.mkdir(parents=True, exist_ok=True)
     f = path.save(out / f"{stem}.npz")
     mdl = get_model(model, **mparams)
     grid = np.geomspace(lam_range[0], lam_range[1], 300)
