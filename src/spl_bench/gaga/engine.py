@@ -330,8 +330,8 @@ class _Tracker:
 
     # ------------------------------------------------------------ recording
     def record(self, lam: float, kind: str = "step",
-               deriv: tuple[Array, float] | None = None) -> None:
-        vec, b = self.sys.full_vector()
+               deriv: tuple[Array, float] | None = None, values: tuple[Array, float] | None = None) -> None:
+        vec, b = self.sys.full_vector() if values is None else values
         if deriv is None:
             theta = self.sys.theta()
             d = self.rhs(lam, np.append(theta, 0.0))[:-1]
@@ -808,8 +808,11 @@ class _Tracker:
         before = sysm.params()
         snap = sysm.snapshot()
         d_old = sysm.full_derivative(self.rhs(lam, np.append(theta, 0.0))[:-1])
+        v_old = sysm.full_vector()
         moves = sysm.move(fire, lam)
-        self.record(lam, "critical", deriv=d_old)  # values with exact zeros where indices left
+        # the end of the old segment: with exact zeros where indices left (GLM), or the located
+        # point itself (SVM: see PathSystem.record_moved_values)
+        self.record(lam, "critical", deriv=d_old, values=None if sysm.record_moved_values else v_old)
         # continuation check: F still holds with the new sets, and the event functions of the
         # moved indices are >= 0 just after lam.  Indices sitting on their boundary at lam that
         # would leave it at once crossed at the same age: move them too.
