@@ -7,7 +7,7 @@ SPL_BENCH_DATA_DIR ?= $(abspath $(wildcard ../shared/datasets))
 export SPL_BENCH_DATA_DIR
 PYTEST_WORKERS ?= 2
 
-.PHONY: install dev run test test-slow lint reproduce-tables bench bench-full clean
+.PHONY: install dev run test test-slow lint reproduce-tables reproduce-plan bench bench-full clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,8 +35,19 @@ test-slow: dev               ## the slow reproduction checks
 lint: dev
 	$(BIN)/ruff check src tests scripts
 
-reproduce-tables: install    ## the paper's tables, from raw data to results/tables (hours on 2 cores)
-	$(BIN)/python scripts/reproduce_tables.py
+# Tables of the three papers (GAGA 2, 3, 5-16; Outlier-Path op2, op3), runs per cell, parallel runs.
+TABLES ?= 2 3 5 6 7 8 9 10 11 12 13 14 15 16 op2 op3
+RUNS   ?= 20
+JOBS   ?= 1
+
+reproduce-tables: install    ## every table and figure of the papers, ours beside theirs (days on 2 cores; resumable)
+	$(BIN)/python scripts/reproduce_tables.py --tables $(TABLES) --runs $(RUNS) --jobs $(JOBS)
+	$(BIN)/python scripts/gaga_figures.py --fig 4 5
+	$(BIN)/python scripts/dspl_synthetic.py --only fig1 --only table2 --quick --runs 10
+	$(BIN)/python scripts/reproduce_tables.py --report-only
+
+reproduce-plan: install      ## every cell of those tables: runs done / left and an ETA from measured times
+	$(BIN)/python scripts/reproduce_tables.py --tables $(TABLES) --runs $(RUNS) --jobs $(JOBS) --plan
 
 bench: install               ## speed benchmarks (quick sizes), written under results/bench/
 	$(BIN)/python scripts/bench_gaga.py --quick

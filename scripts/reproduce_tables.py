@@ -34,7 +34,7 @@ def main() -> int:
     ap.add_argument("--slurm-partition", default=None, help="with --executor submitit: run on this SLURM partition")
     ap.add_argument("--max-cell-seconds", type=float, default=None,
                     help="give a cell no new seed once its measured seconds per run exceed this (reduced runs)")
-    ap.add_argument("--plan", action="store_true", help="print every cell with runs done / left and an ETA; run nothing")
+    ap.add_argument("--plan", action="store_true", help="print every cell: runs done / left and an ETA; run nothing")
     ap.add_argument("--report-only", action="store_true", help="write the tables from the committed rows; run nothing")
     ap.add_argument("--smoke", action="store_true", help="regenerate the drift-check reference")
     args = ap.parse_args()
@@ -55,9 +55,10 @@ def main() -> int:
                                      log=rp.log_line)  # fmt: skip
             for label, why in failures.items():
                 print(f"failed: {label}: {why}", file=sys.stderr)
+        from spl_bench.paths import repo_root
         from spl_bench.report.compare import write_all
 
-        for path in write_all():
+        for path in write_all(readme=repo_root() / "README.md"):
             print(f"wrote {path}")
     except SplBenchError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -31,14 +31,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from spl_bench.errors import ConfigError
 from spl_bench.paths import config_dir, repo_root
+from spl_bench.report.compare import TABLES
 from spl_bench.runner.results import atomic_write_csv
 
-#: table key -> (experiment config, paper, paper table number)
-TABLES: dict[str, tuple[str, str, int]] = {
-    **{str(t): (f"gaga_table{t}", "gaga", t) for t in (2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)},
-    "op2": ("outlier_path_table2", "outlier_path", 2),
-    "op3": ("outlier_path_table3", "outlier_path", 3),
-}
 #: extra sweeps of a table beyond its config's sweeper (the C-SVM column of the Outlier-Path tables)
 EXTRA_SWEEPS: dict[str, list[dict[str, list[str]]]] = {
     "op2": [{"method": ["csvm"], "method.variant": ["-"]}],
@@ -328,12 +323,16 @@ def run_tables(
     max_cell_seconds: float | None = None,
     slurm: dict[str, Any] | None = None,
     log: Callable[[str], None] = print,
+    root: Path | None = None,
 ) -> dict[str, str]:
-    """Run every missing seed; write each seed's rows as it finishes. Returns failures by cell."""
+    """Run every missing seed; write each seed's rows as it finishes. Returns failures by cell.
+
+    ``root``: the rows folder (default ``results/rows``; the states' files must lie below it).
+    """
     tasks = pending_tasks(states, runs, max_cell_seconds)
     by_cell = {st.cell: st for st in states}
     for exp in sorted({st.cell.experiment for st in states}):
-        write_index(exp, [_index_entry(st) for st in states if st.cell.experiment == exp])
+        write_index(exp, [_index_entry(st) for st in states if st.cell.experiment == exp], root)
     failures: dict[str, str] = {}
     t0 = time.perf_counter()
     log(f"{len(tasks)} runs to do in {len({c for c, _ in tasks})} cells, {jobs} job(s)")
@@ -342,6 +341,7 @@ def run_tables(
         if isinstance(result, BaseException):
             failures[cell.label] = f"{type(result).__name__}: {result}".splitlines()[0][:300]
             log(f"[{i}/{len(tasks)}] {cell.label} seed {seed}: FAILED {failures[cell.label]}")
+            record_failure(cell, seed, failures[cell.label], root)
             continue
         st = by_cell[cell]
         append_rows(st.file, result)
@@ -350,6 +350,19 @@ def run_tables(
         log(f"[{i}/{len(tasks)}] {cell.label} seed {seed}: {main['metric']} {main['value']:.4f} "
             f"({main['time_s']:.1f} s fit; {elapsed / 60:.1f} min elapsed)")  # fmt: skip
     return failures
+
+
+def record_failure(cell: Cell, seed: int, reason: str, root: Path | None = None) -> Path:
+    """Add a failed run to ``failures.csv`` (the report marks the cell ``failed`` with this reason)."""
+    _, paper, table = TABLES[cell.table]
+    cfg = compose_cell(cell)
+    path = (root or rows_root()) / "failures.csv"
+    old = pd.read_csv(path) if path.is_file() else pd.DataFrame()
+    rec = {"paper": paper, "table": table, "dataset": str(cfg.data.name), "method": str(cfg.method.name),
+           "cell": cell.label, "seed": seed, "reason": reason}  # fmt: skip
+    frame = pd.concat([old, pd.DataFrame([rec])], ignore_index=True).drop_duplicates(["cell", "seed"], keep="last")
+    atomic_write_csv(frame, path)
+    return path
 
 
 def _index_entry(st: CellState) -> dict[str, Any]:
