@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from spl_bench.errors import ConfigError
 from spl_bench.methods.acs import ACS, acs_solve, lambda_grid
@@ -69,3 +71,110 @@ def test_grid_and_errors():
         lambda_grid(0.1, 1.0, 0.0)
     with pytest.raises(ConfigError, match="lam_grid"):
         ACS(lam_grid=[1.0, 0.5]).fit(np.eye(5), np.arange(5.0))
+
+
+# ------------------------------------------------------------------ inner solvers (issue 19)
+def _svm_problem(seed: int, n: int, d: int, n_dup: int) -> tuple[np.ndarray, np.ndarray]:
+    """Two noisy Gaussian classes, ``n_dup`` rows duplicated (identical x and y)."""
+    rng = np.random.default_rng(seed)
+    y = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    y[:2] = [-1.0, 1.0]
+    X = rng.normal(size=(n, d)) + 0.8 * y[:, None]
+    y[rng.random(n) < 0.2] *= -1  # label noise: hard samples for the SP
+    if n_dup:
+        src = rng.choice(n, n_dup, replace=False)
+        X, y = np.vstack([X, X[src]]), np.append(y, y[src])
+    return X, y
+
+
+def _both(model, mp, X, y, **kw):
+    out = {}
+    for name in ("model", "exact"):
+        out[name] = ACS(model=model, model_params=mp, inner_solver=name, **kw).fit(X, y)
+    return out["model"], out["exact"]
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10_000), kernel=st.sampled_from(["rbf", "linear"]), n_dup=st.integers(0, 6))
+def test_svm_inner_solvers_reach_the_same_partial_optima(seed, kernel, n_dup):
+    """libsvm (solved to 1e-10 here) and the exact warm-started dual give the same ACS result at
+    every age: same v, same decision values, each a partial optimum (KKT of the v*-weighted dual)."""
+    X, y = _svm_problem(seed, 40, 3, n_dup)
+    mp = {"C": 1.0, "kernel": kernel, "gamma": 0.3, "tol": 1e-10}
+    ref, ex = _both("svm", mp, X, y, lam_min=0.3, lam_max=3.0, lam_step=0.9, max_iter=200)
+    assert ex.inner_solver_used_ == "exact" and ex.run_info()["inner_fits"] > 0
+    assert ex.run_info()["inner_libsvm_fits"] <= 0.1 * ex.run_info()["inner_fits"] + 1
+    m, reg = ref.model_, get_sp("linear")
+    for k, lam in enumerate(ex.lambdas_):
+        p, q = ref.candidate_models_[k], ex.candidate_models_[k]
+        for est, par in ((ref, p), (ex, q)):
+            if est.converged_[k]:
+                v = reg.v_star(m.losses(par, X, y), lam)
+                assert m.kkt_violation(par, X, y, v) <= 1e-6
+        np.testing.assert_allclose(ex.v_path_[k], ref.v_path_[k], atol=1e-6)
+        np.testing.assert_allclose(m.decision_function(q, X), m.decision_function(p, X), atol=1e-5)
+
+
+def test_svm_exact_kkt_from_margins_is_the_models_measure():
+    from spl_bench.methods._acs_solvers import svm_kkt_from_margins
+    from spl_bench.models import Params
+
+    X, y = _svm_problem(3, 30, 3, 3)
+    m = get_model("svm", C=2.0, gamma=0.5)
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        v = np.clip(rng.uniform(-0.3, 1.2, len(y)), 0.0, 1.0)
+        a = np.clip(rng.uniform(-0.2, 2.4, len(y)), 0.0, None) * (rng.random(len(y)) < 0.7)
+        top = rng.random(len(y)) < 0.3
+        a[top] = 2.0 * v[top]  # at the upper bound C v
+        p = Params(dual_coef=a, intercept=float(rng.normal()), X_fit=X, y_fit=y, extra={"gamma": 0.5})
+        g = 1.0 - y * m.decision_function(p, X)
+        assert svm_kkt_from_margins(m, a, g, y, v) == pytest.approx(m.kkt_violation(p, X, y, v), abs=1e-12)
+
+
+@pytest.mark.parametrize("dup_cols", [False, True])
+def test_lasso_inner_solvers_reach_the_same_partial_optima(diabetes, dup_cols):
+    """scikit-learn's coordinate descent and the exact active-set lasso: the same v, the same
+    selected features and fits at every age; duplicated columns (up to sign) merged."""
+    X, y = diabetes
+    if dup_cols:
+        X = np.column_stack([X, X[:, 2], -X[:, 8]])
+    ref, ex = _both("lasso", {"alpha": 0.01}, X, y, lam_min=0.2, lam_max=3.0, lam_step=0.4)
+    info = ex.run_info()
+    assert info["inner_solver"] == "exact" and info["inner_fallbacks"] == 0
+    assert info["duplicate_columns"] == (2 if dup_cols else 0)
+    assert ref.converged_.all() and ex.converged_.all()
+    m = ref.model_
+    for k in range(len(ex.lambdas_)):
+        p, q = ref.candidate_models_[k], ex.candidate_models_[k]
+        np.testing.assert_allclose(ex.v_path_[k], ref.v_path_[k], atol=1e-6)
+        np.testing.assert_allclose(X @ q.coef, X @ p.coef, atol=1e-6)
+        sel_p, sel_q = np.abs(p.coef[:10]) > 1e-9, np.abs(q.coef[:10]) > 1e-9
+        np.testing.assert_array_equal(sel_p, sel_q)
+        assert m.kkt_violation(q, X, y, ex.v_path_[k]) <= 1e-6
+
+
+def test_logistic_exact_keeps_the_models_solver(cancer_small):
+    X, y = cancer_small
+    ref, ex = _both("logistic", {"C": 1.0}, X, y, lam_grid=[0.8, 2.0])
+    assert ex.inner_solver_used_ == "model" and ex.run_info()["inner_solver"] == "model"
+    np.testing.assert_array_equal(ex.v_path_, ref.v_path_)
+
+
+def test_inner_solver_option_from_config_and_errors():
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from spl_bench.paths import config_dir
+    from spl_bench.runner.app import estimator_factory
+
+    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+        cfg = compose("config", overrides=["method=acs", "model=svm"])
+        assert cfg.method.inner_solver == "exact"  # the default
+        assert estimator_factory(cfg)().inner_solver == "exact"
+        cfg = compose("config", overrides=["method=acs", "model=svm", "method.inner_solver=model"])
+        assert OmegaConf.select(cfg, "method.inner_solver") == "model"
+        assert estimator_factory(cfg)().inner_solver == "model"
+    assert ACS().inner_solver == "exact"
+    with pytest.raises(ConfigError, match="inner_solver"):
+        ACS(inner_solver="fast").fit(np.eye(5), np.arange(5.0))

@@ -2,9 +2,15 @@
 
 For each age ``lam`` of the grid (increasing, warm-started from the previous
 age) ACS alternates the closed-form v-step ``v = v*(ell(w), lam)`` and the
-w-step ``w = argmin_w sum_i v_i ell_i(w) + R(w)`` (the library solver with
-sample weights) until ``v`` stops changing; the result is a partial optimum
-(GAGA Theorem 1).
+w-step ``w = argmin_w sum_i v_i ell_i(w) + R(w)`` until ``v`` stops changing;
+the result is a partial optimum (GAGA Theorem 1).
+
+The w-step is the *inner solver* (option ``inner_solver``,
+:mod:`spl_bench.methods._acs_solvers`): ``model``, the model's library solver with
+sample weights (libsvm / scikit-learn: the paper's baseline), or ``exact``, the
+exact warm-started solvers of GAGA's warm starts (SVM: the active-set dual on the
+precomputed kernel; lasso: the active-set weighted lasso; logistic: the model's
+solver).  Both solve the same v-weighted problems; ``docs/acs.md`` compares them.
 """
 
 from __future__ import annotations
@@ -14,8 +20,9 @@ from typing import Any
 import numpy as np
 
 from spl_bench.errors import ConfigError, check_positive
+from spl_bench.methods._acs_solvers import WeightedFits, make_inner_solver, solver_info
 from spl_bench.methods.base import Array, SPLEstimator
-from spl_bench.models import Model, Params
+from spl_bench.models import Params
 from spl_bench.sp import SPRegularizer
 
 
@@ -31,7 +38,7 @@ def lambda_grid(lam_min: float, lam_max: float, lam_step: float) -> Array:
 
 
 def acs_solve(
-    model: Model,
+    model: WeightedFits,
     sp: SPRegularizer,
     X: Array,
     y: Array,
@@ -42,6 +49,9 @@ def acs_solve(
     kkt_tol: float = 1e-7,
 ) -> tuple[Params, Array, int, bool]:
     """Run ACS at one age from ``init``; return ``(params, v, n_iter, converged)``.
+
+    ``model`` is a :class:`~spl_bench.models.Model` or an inner solver of
+    :mod:`spl_bench.methods._acs_solvers` (its fits, losses and KKT check are used).
 
     Converged means that ``(params, v)`` is a partial optimum (GAGA Definition 4)
     to the solvers' accuracy: ``v = v*(ell(params), lam)`` exactly, and either the
@@ -76,6 +86,15 @@ class ACS(SPLEstimator):
         Maximum number of alternations per age.
     kkt_tol : float
         Also stop when the KKT violation of the v*-weighted problem is below this.
+    inner_solver : {"exact", "model"}
+        The v-weighted fit of each iteration.  ``model``: the model's library solver
+        (libsvm for the SVM, a cold fit every time; scikit-learn's coordinate descent
+        for the lasso and the logistic regression), as the paper's baseline.
+        ``exact`` (default): the exact warm-started active-set solvers of GAGA
+        (``spl_bench.gaga.systems.WeightedSVMDual`` on the precomputed kernel,
+        ``weighted_lasso``); the logistic regression keeps the model's solver.  Both
+        reach the same partial optima (``docs/acs.md``); ``exact`` is many times
+        faster on the SVM.
     """
 
     def __init__(
@@ -91,6 +110,7 @@ class ACS(SPLEstimator):
         tol: float = 1e-10,
         max_iter: int = 1000,
         kkt_tol: float = 1e-7,
+        inner_solver: str = "exact",
     ) -> None:
         super().__init__(model=model, model_params=model_params, sp=sp, sp_params=sp_params)
         self.lam_min = lam_min
@@ -100,6 +120,7 @@ class ACS(SPLEstimator):
         self.tol = tol
         self.max_iter = max_iter
         self.kkt_tol = kkt_tol
+        self.inner_solver = inner_solver
 
     def ages(self) -> Array:
         """The grid of ages this estimator visits."""
@@ -115,8 +136,9 @@ class ACS(SPLEstimator):
         grid = self.ages()
         for lam in grid:
             sp.check_lam(lam)
-        model = self.model_
-        params = model.fit_weighted(X, y, np.ones(len(y)))
+        fits, self.inner_solver_used_ = make_inner_solver(self.inner_solver, self.model_, X, y)
+        self.inner_ = fits
+        params = fits.fit_weighted(X, y, np.ones(len(y)))
         self.lambdas_ = grid
         self.candidate_models_ = []
         self.v_path_ = np.empty((len(grid), len(y)))
@@ -125,13 +147,13 @@ class ACS(SPLEstimator):
         self.kkt_ = np.empty(len(grid))
         for k, lam in enumerate(grid):
             params, v, it, ok = acs_solve(
-                model, sp, X, y, float(lam), params, self.tol, self.max_iter, self.kkt_tol
+                fits, sp, X, y, float(lam), params, self.tol, self.max_iter, self.kkt_tol
             )
             self.candidate_models_.append(params)
             self.v_path_[k] = v
             self.n_iter_[k] = it
             self.converged_[k] = ok
-            self.kkt_[k] = model.kkt_violation(params, X, y, v)
+            self.kkt_[k] = fits.kkt_violation(params, X, y, v)
         self.candidate_params_ = [{"lam": float(lam)} for lam in grid]
 
     def run_info(self) -> dict[str, Any]:
@@ -140,4 +162,6 @@ class ACS(SPLEstimator):
             "acs_iters_mean": float(self.n_iter_.mean()),
             "acs_not_converged": int((~self.converged_).sum()),
             "kkt_max": float(self.kkt_.max()),
+            "inner_solver": self.inner_solver_used_,
+            **solver_info(self.inner_),
         }

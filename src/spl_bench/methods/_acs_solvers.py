@@ -1,0 +1,259 @@
+"""Inner (w-step) solvers of the ACS baseline: the model's own, or GAGA's exact ones.
+
+ACS (:mod:`spl_bench.methods.acs`) alternates the closed-form v-step with the
+v-weighted fit ``w = argmin_w sum_i v_i ell_i(w) + R(w)``.  It talks to that fit
+through three calls, ``fit_weighted(X, y, v, warm)``, ``losses(params, X, y)`` and
+``kkt_violation(params, X, y, v)`` (the :class:`~spl_bench.models.Model` interface),
+so an *inner solver* is anything with those three methods:
+
+``model``
+    the model itself: libsvm through scikit-learn's wrapper for the SVM (a cold fit
+    at every ACS iteration: libsvm cannot warm-start), scikit-learn's coordinate
+    descent for the lasso and the logistic regression.  The paper's baseline.
+``exact``
+    the exact warm-started solvers GAGA's warm starts use (``spl_bench.gaga.systems``):
+    :class:`ExactSVMFits` (``WeightedSVMDual`` on the precomputed kernel) and
+    :class:`ExactLassoFits` (``weighted_lasso``); the logistic regression keeps the
+    model's solver (GAGA has no exact solver for it).
+
+Both reach the optimum of the same v-weighted problem (up to libsvm's stopping
+tolerance), so ACS reaches the same partial optima (``tests/test_acs.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from spl_bench.errors import ConfigError
+from spl_bench.gaga.systems import WeightedSVMDual, weighted_lasso
+from spl_bench.models import Model, Params
+from spl_bench.models.lasso import LassoModel
+from spl_bench.models.svm import SVMModel, libsvm_fit, resolve_gamma
+
+Array = NDArray[np.float64]
+
+#: values of the ACS option ``inner_solver``
+INNER_SOLVERS = ("model", "exact")
+
+
+class WeightedFits(Protocol):
+    """What ACS needs of its w-step (a :class:`~spl_bench.models.Model` qualifies)."""
+
+    def fit_weighted(self, X: Array, y: Array, v: Array, warm: Params | None = None) -> Params: ...
+
+    def losses(self, params: Params, X: Array, y: Array) -> Array: ...
+
+    def kkt_violation(self, params: Params, X: Array, y: Array, v: Array) -> float: ...
+
+
+def make_inner_solver(name: str, model: Model, X: Array, y: Array) -> tuple[WeightedFits, str]:
+    """The inner solver ``name`` for ``model`` on the training rows ``(X, y)``, and the
+    name of the solver actually used (``exact`` falls back to ``model`` for the logistic
+    regression, which has no exact solver)."""
+    if name not in INNER_SOLVERS:
+        raise ConfigError(f"ACS inner_solver must be one of {INNER_SOLVERS}, got {name!r}")
+    if name == "exact":
+        if isinstance(model, SVMModel):
+            return ExactSVMFits(model, X, y), "exact"
+        if isinstance(model, LassoModel):
+            return ExactLassoFits(model, X, y), "exact"
+    return model, "model"
+
+
+def solver_info(fits: WeightedFits) -> dict[str, Any]:
+    """Counters of an exact solver for the results file (empty for the model's solver)."""
+    info = getattr(fits, "info", None)
+    return info() if callable(info) else {}
+
+
+# ----------------------------------------------------------------------------- SVM
+def svm_kkt_from_margins(model: SVMModel, a: Array, g: Array, y: Array, v: Array) -> float:
+    """:meth:`SVMModel.kkt_violation` computed from the margins ``g = 1 - y f(x)``.
+
+    The same measure, term by term (tested against the model's), without
+    evaluating the kernel expansion again: the exact solver returns ``g``.
+    """
+    C = model.C
+    ub = C * v
+    scale_a = max(C, 1e-300)
+    tol = model.bound_tol * scale_a
+    at_lo = a <= tol
+    at_hi = a >= ub - tol
+    viol = np.zeros_like(g)
+    free = ~at_lo & ~at_hi
+    viol[free] = np.abs(g[free])
+    only_lo = at_lo & ~at_hi
+    only_hi = at_hi & ~at_lo
+    viol[only_lo] = np.maximum(g[only_lo], 0.0)
+    viol[only_hi] = np.maximum(-g[only_hi], 0.0)
+    box = np.maximum(np.maximum(a - ub, -a), 0.0) / scale_a
+    out = box > model.bound_tol
+    viol[out] = np.maximum(viol[out], 1.0)
+    eq = abs(float(a @ y)) / scale_a
+    return float(max(viol.max(initial=0.0), box.max(initial=0.0), eq))
+
+
+class ExactSVMFits:
+    """The v-weighted SVM dual solved exactly, warm-started (GAGA's ACS step).
+
+    ``WeightedSVMDual`` on the kernel of the training rows, computed once: each
+    ACS iteration starts from the free / upper-bound sets of the previous iterate
+    (also across ages: ACS starts each age from the previous age's solution) and
+    keeps the factorisation of the KKT matrix while the free set holds.  Where it
+    gives up (a singular system, more than 30 set changes) or cannot start (no
+    previous fit: the first fit at ``v = 1``), the step is fitted by libsvm on
+    the precomputed kernel, as the model's solver would.  Duplicated samples
+    (identical ``x`` and ``y``) are merged in the factorisations and share their
+    ``a`` equally (only the sum is determined; ``f`` is the same).
+
+    The margins ``g = 1 - y f(x)`` of the latest fit are kept, so the losses and
+    the KKT check of that fit cost nothing (the model's evaluate the kernel
+    expansion again).
+    """
+
+    def __init__(self, model: SVMModel, X: Array, y: Array) -> None:
+        self.model = model
+        self.X, self.y = X, y
+        self.C = model.C
+        self.gamma = resolve_gamma(model.gamma, X)
+        self.K = np.ascontiguousarray(model.kernel_matrix(X, X, self.gamma))
+        self.Q = np.ascontiguousarray(self.K * np.outer(y, y))
+        _, dup, counts = np.unique(np.column_stack([X, y]), axis=0, return_inverse=True,
+                                   return_counts=True)
+        self.duplicates = np.asarray(dup).ravel() if np.any(counts > 1) else None
+        self.dual = WeightedSVMDual(self.Q, y, duplicates=self.duplicates)
+        self._last: tuple[Array, float, Array] | None = None  # (a, b, g) of the latest fit
+        self.n_fits = 0
+        self.n_libsvm = 0
+
+    def info(self) -> dict[str, Any]:
+        return {"inner_fits": self.n_fits, "inner_libsvm_fits": self.n_libsvm}
+
+    def _params(self, a: Array, b: float, g: Array | None = None) -> Params:
+        if g is None:
+            g = 1.0 - self.Q @ a - self.y * b
+        self._last = (a, b, g)
+        return Params(dual_coef=a, intercept=b, X_fit=self.X, y_fit=self.y, extra={"gamma": self.gamma})
+
+    def fit_weighted(self, X: Array, y: Array, v: Array, warm: Params | None = None) -> Params:
+        if X is not self.X:  # pragma: no cover - ACS fits on its training rows only
+            return self.model.fit_weighted(X, y, v, warm=warm)
+        self.n_fits += 1
+        n = len(y)
+        idx = np.flatnonzero(v > 0)
+        if idx.size == 0 or np.unique(y[idx]).size < 2:
+            # as the model: nothing to fit, or one class only (the constant classifier)
+            b = float(np.sign(y[idx][0])) if idx.size else 0.0
+            return self._params(np.zeros(n), b)
+        if warm is not None and warm.dual_coef is not None and warm.X_fit is self.X:
+            out = self.dual.fit(self.C * v, warm.dual_coef)
+            if out is not None:
+                return self._params(out[0], out[1], out[2])
+        self.n_libsvm += 1
+        K = self.K if idx.size == n else self.K[np.ix_(idx, idx)]
+        support, dual, b = libsvm_fit(K, y[idx], v[idx], self.C, "precomputed", 0.0, self.model.tol,
+                                      self.model.cache_size)
+        a = np.zeros(n)
+        sv = idx[support]
+        a[sv] = dual * y[sv]
+        return self._params(np.clip(a, 0.0, self.C * v), float(b))
+
+    def _margins(self, params: Params) -> Array:
+        last = self._last
+        if last is not None and params.dual_coef is last[0] and params.intercept == last[1]:
+            return last[2]
+        return 1.0 - self.Q @ params.dual_coef - self.y * params.intercept
+
+    def _own(self, params: Params, X: Array) -> bool:
+        return X is self.X and params.X_fit is self.X and params.dual_coef is not None
+
+    def losses(self, params: Params, X: Array, y: Array) -> Array:
+        if not self._own(params, X):
+            return self.model.losses(params, X, y)
+        return self.C * np.maximum(0.0, self._margins(params))
+
+    def kkt_violation(self, params: Params, X: Array, y: Array, v: Array) -> float:
+        if not self._own(params, X):
+            return self.model.kkt_violation(params, X, y, v)
+        return svm_kkt_from_margins(self.model, params.dual_coef, self._margins(params), y, v)
+
+
+# --------------------------------------------------------------------------- lasso
+class ColumnMerge:
+    """Exactly duplicated columns of ``X`` (up to sign), merged for the exact lasso.
+
+    With duplicated columns the lasso solution is not unique (only each group's
+    signed sum is) and the active-set solver's Gram matrix is singular.  The fit is
+    made on the representative columns and each group's coefficient is split
+    equally, ``w_k = s_k u / |group|`` (the minimum-norm solution; it satisfies the
+    subgradient conditions of the original problem exactly).  GAGA's engine does
+    the same for its path (``docs/gaga.md``, duplicated columns).
+    """
+
+    def __init__(self, X: Array) -> None:
+        d = X.shape[1]
+        sign = np.ones(d)
+        for j in range(d):  # orient each column by its first non-zero entry
+            nz = np.flatnonzero(X[:, j])
+            if nz.size and X[nz[0], j] < 0:
+                sign[j] = -1.0
+        _, keep, group = np.unique((X * sign).T, axis=0, return_index=True, return_inverse=True)
+        group = np.asarray(group).ravel()
+        order = np.argsort(keep)
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        self.keep, self.group = keep[order], rank[group]
+        self.sign = sign * sign[self.keep][self.group]  # relative to the representative
+        self.size = np.bincount(self.group)
+        self.trivial = self.keep.size == d
+
+    def reduce(self, w: Array) -> Array:
+        return np.bincount(self.group, weights=self.sign * w, minlength=self.keep.size)
+
+    def expand(self, u: Array) -> Array:
+        return u[self.group] * (self.sign / self.size[self.group])
+
+
+class ExactLassoFits:
+    """The v-weighted lasso solved exactly by GAGA's warm-started active-set method.
+
+    ``weighted_lasso`` (``spl_bench.gaga.systems``) from the previous iterate's
+    coefficients; where it does not converge the step falls back to the model's
+    coordinate descent.  Losses and KKT checks are the model's (cheap here).
+    """
+
+    def __init__(self, model: LassoModel, X: Array, y: Array) -> None:
+        self.model = model
+        self.X, self.y = X, y
+        self.lev = model.penalty_level(len(y))
+        self.merge = ColumnMerge(X)
+        self.Xr = X if self.merge.trivial else np.ascontiguousarray(X[:, self.merge.keep])
+        self.n_fits = 0
+        self.n_fallbacks = 0
+
+    def info(self) -> dict[str, Any]:
+        return {"inner_fits": self.n_fits, "inner_fallbacks": self.n_fallbacks,
+                "duplicate_columns": int(self.merge.group.size - self.merge.keep.size)}
+
+    def fit_weighted(self, X: Array, y: Array, v: Array, warm: Params | None = None) -> Params:
+        if X is not self.X:  # pragma: no cover - ACS fits on its training rows only
+            return self.model.fit_weighted(X, y, v, warm=warm)
+        self.n_fits += 1
+        d = X.shape[1]
+        if not np.any(v > 0):
+            return Params(coef=np.zeros(d))
+        w0 = np.zeros(self.Xr.shape[1]) if warm is None or warm.coef is None else self.merge.reduce(warm.coef)
+        w = weighted_lasso(self.Xr, y, v, self.lev, w0)
+        if w is not None:
+            return Params(coef=w if self.merge.trivial else self.merge.expand(w))
+        self.n_fallbacks += 1
+        return self.model.fit_weighted(X, y, v, warm=warm)
+
+    def losses(self, params: Params, X: Array, y: Array) -> Array:
+        return self.model.losses(params, X, y)
+
+    def kkt_violation(self, params: Params, X: Array, y: Array, v: Array) -> float:
+        return self.model.kkt_violation(params, X, y, v)
