@@ -48,7 +48,7 @@ that is 5 % of the 2-4 CPU-minutes a full grid takes per fit; the cost per age v
 
 Sizes and cost (CPU time of the process on the shared 2-core VM, measured): Figure 4,
 5 noise rates × 3 seeds (GAGA 5-9 s + ACS 0.4-0.6 s each), 118 s CPU; Figure 5, 7 configurations
-× 2 seeds, see docs/figures.md.  ``--quick``: Figure 4 on 240 random music rows, noise 0.3, one
+× 2 seeds, 312 s CPU (ACS at step 0.01 is 85 % of it).  ``--quick``: Figure 4 on 240 random music rows, noise 0.3, one
 seed, ages [0.1, 3]; Figure 5 with n ∈ {60, 100}, λ_max ∈ {0.5, 1}, the ACS step-0.01 cap 10 ages.
 
 Outputs (``--out``, default ``results/figures``): ``gaga_fig4.{csv,png}``, ``gaga_fig5.{csv,png}``.
