@@ -96,6 +96,28 @@ def svm_kkt_from_margins(model: SVMModel, a: Array, g: Array, y: Array, v: Array
     return float(max(viol.max(initial=0.0), box.max(initial=0.0), eq))
 
 
+class _ACSDual(WeightedSVMDual):
+    """:class:`WeightedSVMDual` whose slow exact fallback is used only where it is cheap.
+
+    When its guessed sets do not settle, ``WeightedSVMDual.fit`` falls back to a feasible
+    primal active-set method (``_active_set_qp``) that changes one bound per iteration and
+    factorises the KKT matrix of the free set afresh each time.  With a linear kernel the free
+    set has at most ``d + 1`` samples (rank ``Q <= d``; guess-and-check is singular there), so
+    that is cheap; with an RBF kernel on a Table 2 row it is not (pendigits, 2,098 rows: one
+    fallback took 770+ iterations with ~370 free samples, and the run spent nearly all its time
+    there).  ACS then fits that step by libsvm instead, as the model's solver would.
+    """
+
+    def __init__(self, Q: Array, y: Array, duplicates: NDArray[np.intp] | None, qp_fallback: bool) -> None:
+        super().__init__(Q, y, duplicates=duplicates)
+        self.qp_fallback = qp_fallback
+
+    def _active_set_qp(self, u: Array, a0: Array) -> tuple[Array, float, Array] | None:
+        if not self.qp_fallback:
+            return None
+        return super()._active_set_qp(u, a0)  # type: ignore[misc]
+
+
 class ExactSVMFits:
     """The v-weighted SVM dual solved exactly, warm-started (GAGA's ACS step).
 
@@ -105,7 +127,8 @@ class ExactSVMFits:
     keeps the factorisation of the KKT matrix while the free set holds.  Where it
     gives up (a singular system, more than 30 set changes) or cannot start (no
     previous fit: the first fit at ``v = 1``), the step is fitted by libsvm on
-    the precomputed kernel, as the model's solver would.  Duplicated samples
+    the precomputed kernel, as the model's solver would (with a linear kernel the
+    solver's own exact fallback is tried first: :class:`_ACSDual`).  Duplicated samples
     (identical ``x`` and ``y``) are merged in the factorisations and share their
     ``a`` equally (only the sum is determined; ``f`` is the same).
 
@@ -124,7 +147,8 @@ class ExactSVMFits:
         _, dup, counts = np.unique(np.column_stack([X, y]), axis=0, return_inverse=True,
                                    return_counts=True)
         self.duplicates = np.asarray(dup).ravel() if np.any(counts > 1) else None
-        self.dual = WeightedSVMDual(self.Q, y, duplicates=self.duplicates)
+        # the exact fallback of the dual solver only where its free sets are small (linear kernel)
+        self.dual = _ACSDual(self.Q, y, self.duplicates, qp_fallback=model.kernel == "linear")
         self._last: tuple[Array, float, Array] | None = None  # (a, b, g) of the latest fit
         self.n_fits = 0
         self.n_libsvm = 0
