@@ -28,9 +28,14 @@ so every Pareto-optimal ``v`` minimises ``f1 + lam f2`` for some ``lam`` in
 ``[0, inf]``, i.e. is ``v*(ell, lam)``.  Every evaluation is closed-form (one
 matrix product for the population), which makes ``150 x 800`` evaluations cheap.
 
-The final candidates are the Pareto points, each refit by the model's exact
-weighted solver at its induced ``v`` (``refit=True``; the refit weakly improves
-``f1`` and leaves ``f2`` unchanged).
+The final candidates are the Pareto points, each refit by an exact weighted
+solver at its induced ``v`` (``refit=True``; the refit weakly improves ``f1`` and
+leaves ``f2`` unchanged).  With ``refit_solver="exact"`` (default) the refits are
+chained: the points are visited from the most to the fewest samples in use and
+each fit is warm-started from the previous one with GAGA's exact warm-started
+solvers (the ones the ACS baseline uses, :mod:`spl_bench.methods._acs_solvers`);
+``refit_solver="model"`` fits each point with the model's own solver from its
+evolved parameters (the earlier behaviour).
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from spl_bench.errors import ConfigError, check_positive
+from spl_bench.methods._acs_solvers import WeightedFits, make_inner_solver, solver_info
 from spl_bench.methods._moo_backends import BACKENDS, REF_DIRS, MOOResult, non_dominated, run_nsga3
 from spl_bench.methods.base import Array, SPLEstimator
 from spl_bench.models import Model, Params
@@ -50,6 +56,32 @@ from spl_bench.models.svm import SVMModel, resolve_gamma
 from spl_bench.sp import SPRegularizer, get_sp
 
 INIT_MODES = ("extremes", "random")
+#: values of the option ``refit_solver``
+REFIT_SOLVERS = ("exact", "model")
+
+
+def refit_order(V: Array) -> Array:
+    """The order of the chained refits: most samples with ``v > 0`` first, ties by ``sum v``.
+
+    Neighbours in this order have similar weights, so each refit starts close to its
+    solution; the first one starts from the ``v = 1`` fit.  Sorting is stable, so equal
+    keys keep the front order.
+    """
+    V = np.atleast_2d(V)
+    return np.lexsort((-V.sum(axis=1), -(V > 0).sum(axis=1)))
+
+
+def refit_chain(fits: WeightedFits, X: Array, y: Array, V: Array, order: Array, start: Params | None) -> list[Params]:
+    """Fit ``fits.fit_weighted(X, y, V[k])`` for every ``k`` of ``order``, each warm-started
+    from the previous fit (the first from ``start``); the fits in the rows' order of ``V``."""
+    out: list[Params | None] = [None] * len(V)
+    warm = start
+    for k in order:
+        warm = fits.fit_weighted(X, y, V[k], warm=warm)
+        out[int(k)] = warm
+    if any(p is None for p in out):
+        raise ValueError("refit_chain: order must visit every row of V")
+    return out  # type: ignore[return-value]
 
 
 def check_age_linear(sp: SPRegularizer, rtol: float = 1e-9) -> None:
@@ -233,6 +265,14 @@ class MOSPL(SPLEstimator):
         Noise of the ``extremes`` initialisation, relative to the box half-width.
     refit : bool
         Refit every Pareto point with the exact weighted solver at its induced ``v``.
+    refit_solver : {"exact", "model"}
+        ``exact`` (default): the refits are chained along :func:`refit_order`, each
+        warm-started from the previous one, with GAGA's exact warm-started solvers
+        (lasso: the active-set ``weighted_lasso``; SVM: ``WeightedSVMDual`` on the
+        precomputed kernel, libsvm where it gives up; logistic regression: the model's
+        solver, there is no exact one).  ``model``: the model's own solver per point,
+        warm-started from its evolved parameters.  Both reach the optimum of the same
+        weighted problem.
     mixture_t : float
         Polynomial order used when ``sp="mixture"`` (paper: 1.2 and 1.35).
     """
@@ -253,6 +293,7 @@ class MOSPL(SPLEstimator):
         init: str = "extremes",
         init_sigma: float = 0.1,
         refit: bool = True,
+        refit_solver: str = "exact",
         mixture_t: float = 1.2,
     ) -> None:
         super().__init__(model=model, model_params=model_params, sp=sp, sp_params=sp_params)
@@ -266,6 +307,7 @@ class MOSPL(SPLEstimator):
         self.init = init
         self.init_sigma = init_sigma
         self.refit = refit
+        self.refit_solver = refit_solver
         self.mixture_t = mixture_t
 
     # ------------------------------------------------------------ settings
@@ -286,6 +328,10 @@ class MOSPL(SPLEstimator):
         if self.backend == "geatpy" and self.ref_dirs != "das-dennis":
             raise ConfigError(
                 f"method.ref_dirs={self.ref_dirs} needs method.backend=pymoo (geatpy uses its own uniform points)"
+            )
+        if self.refit_solver not in REFIT_SOLVERS:
+            raise ConfigError(
+                f"unknown method.refit_solver {self.refit_solver!r}; valid: {', '.join(REFIT_SOLVERS)}"
             )
         if self.init not in INIT_MODES:
             raise ConfigError(f"unknown method.init {self.init!r}; valid: {', '.join(INIT_MODES)}")
@@ -357,14 +403,21 @@ class MOSPL(SPLEstimator):
         G, F, V = G[order], F[order], V[order]
 
         t0 = time.perf_counter()
-        models: list[Params] = []
         F_refit = F.copy()
-        for k in range(len(G)):
-            params = prob.params(G[k])
-            if self.refit:
-                params = model.fit_weighted(X, y, V[k], warm=params)
-                F_refit[k, 0] = prob.f1(np.append(prob.theta(params), G[k, -1]), V[k])[0]
-            models.append(params)
+        self.refit_solver_used_ = "none"
+        self.refit_info_: dict[str, Any] = {}
+        if not self.refit:
+            models = [prob.params(g) for g in G]
+        elif self.refit_solver == "exact":
+            fits, self.refit_solver_used_ = make_inner_solver("exact", model, X, y)
+            models = refit_chain(fits, X, y, V, refit_order(V), full)
+            self.refit_info_ = solver_info(fits)
+        else:
+            self.refit_solver_used_ = "model"
+            models = [model.fit_weighted(X, y, V[k], warm=prob.params(G[k])) for k in range(len(G))]
+        if self.refit:
+            T = np.array([prob.theta(p) for p in models])
+            F_refit[:, 0] = prob.f1(np.column_stack([T, G[:, -1]]), V)
         refit_seconds = time.perf_counter() - t0
 
         z = G[:, -1]
@@ -399,6 +452,8 @@ class MOSPL(SPLEstimator):
             "n_evals": int(self.moo_result_.n_evals),
             "ea_seconds": float(self._timing["ea_seconds"]),
             "refit_seconds": float(self._timing["refit_seconds"]),
+            "refit_solver": self.refit_solver_used_,
+            **{f"refit_{k.removeprefix('inner_')}": v for k, v in self.refit_info_.items()},
             "lam_equiv_min": float(finite.min()) if finite.size else None,
             "lam_equiv_max_finite": float(finite.max()) if finite.size else None,
             "n_lam_inf": int((~np.isfinite(self.lam_equiv_)).sum()),
