@@ -20,9 +20,10 @@ from omegaconf import OmegaConf
 from spl_bench.data import load_dataset
 from spl_bench.errors import ConfigError
 from spl_bench.methods import _moo_backends
+from spl_bench.methods._acs_solvers import make_inner_solver
 from spl_bench.methods._moo_backends import geatpy_available, non_dominated, nsga3_geatpy
 from spl_bench.methods.acs import ACS
-from spl_bench.methods.mospl import MOSPL, MOSPLProblem, check_age_linear
+from spl_bench.methods.mospl import MOSPL, MOSPLProblem, check_age_linear, refit_chain, refit_order
 from spl_bench.methods.original import Original
 from spl_bench.models import get_model
 from spl_bench.protocol import NoiseConfig, ProtocolConfig, run_once
@@ -228,6 +229,7 @@ def test_classifiers_fit_and_refit_exactly(model, mp, cancer_small):
         ({"init": "zeros"}, "init"),
         ({"lam_min": -1.0}, "lam_min"),
         ({"ref_dirs": "grid"}, "ref_dirs"),
+        ({"refit_solver": "fast"}, "refit_solver"),
     ],
 )
 def test_bad_settings_raise_config_error(kw, msg):
@@ -387,3 +389,110 @@ def test_music_paper_budget_beats_original_and_tracks_acs(data_dir):
     }
     assert res["mospl"] < res["original"]
     assert res["mospl"] <= 1.1 * res["acs"]
+
+
+# ------------------------------------------------------------ refit solvers
+def _both_refits(model, mp, X, y, **kw):
+    """The same NSGA-III run refitted by the chained exact solver and by the model's solver."""
+    kw = {"model": model, "model_params": mp, "seed": 3, **kw}
+    return MOSPL(**kw, refit_solver="exact").fit(X, y), MOSPL(**kw, refit_solver="model").fit(X, y)
+
+
+def _assert_same_refits(ex, ref, X, X_val, y_val, rtol):
+    np.testing.assert_array_equal(ex.front_genomes_, ref.front_genomes_)  # the refit does not touch the EA
+    m = ex.model_
+    for q, p in zip(ex.candidate_models_, ref.candidate_models_, strict=True):
+        fq, fp = m.decision_function(q, X), m.decision_function(p, X)
+        np.testing.assert_allclose(fq, fp, rtol=0, atol=rtol * max(np.abs(fp).max(), 1.0))
+    np.testing.assert_allclose(ex.front_F_refit_, ref.front_F_refit_, rtol=0,
+                               atol=rtol * np.abs(ref.front_F_refit_).max())
+    # the same candidate is selected on held-out rows
+    sc_ex = ex.predict_candidates(X_val) - y_val
+    sc_ref = ref.predict_candidates(X_val) - y_val
+    if m.task == "regression":
+        sc_ex, sc_ref = (sc_ex**2).mean(axis=1), (sc_ref**2).mean(axis=1)
+    else:
+        sc_ex, sc_ref = (sc_ex != 0).mean(axis=1), (sc_ref != 0).mean(axis=1)
+    assert int(np.argmin(sc_ex)) == int(np.argmin(sc_ref))
+
+
+@pytest.mark.parametrize("dup_col", [False, True])
+def test_lasso_refit_solvers_give_the_same_front(dup_col):
+    """Chained exact active-set lasso vs scikit-learn's coordinate descent per point."""
+    X, y = small_regression(90, 4, seed=7)
+    if dup_col:  # a duplicated column (up to sign): merged by the exact solver
+        X = np.column_stack([X, -X[:, 1]])
+    X_val, y_val = X[60:], y[60:]
+    ex, ref = _both_refits("lasso", {"alpha": 0.02}, X[:60], y[:60], pop_size=24, n_gen=40)
+    info = ex.run_info()
+    assert info["refit_solver"] == "exact" and ref.run_info()["refit_solver"] == "model"
+    assert info["refit_fits"] == len(ex.candidate_models_) and info["refit_fallbacks"] == 0
+    assert info["refit_duplicate_columns"] == int(dup_col)
+    _assert_same_refits(ex, ref, X[:60], X_val, y_val, 1e-6)
+    for k, q in enumerate(ex.candidate_models_):
+        assert ex.model_.kkt_violation(q, X[:60], y[:60], ex.front_v_[k]) <= 1e-9
+        if not dup_col:  # unique solution: the coefficients themselves agree
+            p = ref.candidate_models_[k]
+            np.testing.assert_allclose(q.coef, p.coef, rtol=0, atol=1e-6 * max(np.abs(p.coef).max(), 1e-3))
+
+
+def test_svm_refit_solvers_give_the_same_front(cancer_small):
+    """Chained exact SVM dual vs libsvm per point (solved to 1e-10 here)."""
+    X, y = cancer_small[0][:, :6], cancer_small[1]
+    mp = {"C": 1.0, "gamma": 0.1, "tol": 1e-10}
+    ex, ref = _both_refits("svm", mp, X[:90], y[:90], sp="mixture", mixture_t=1.35, pop_size=12, n_gen=15)
+    info = ex.run_info()
+    assert info["refit_solver"] == "exact" and info["refit_libsvm_fits"] <= 0.2 * info["refit_fits"] + 1
+    _assert_same_refits(ex, ref, X[:90], X[90:], y[90:], 1e-6)
+    for k, q in enumerate(ex.candidate_models_):
+        if ex.front_v_[k].any():
+            assert ex.model_.kkt_violation(q, X[:90], y[:90], ex.front_v_[k]) <= 1e-6
+
+
+def test_logistic_exact_refit_keeps_the_models_solver(cancer_small):
+    X, y = cancer_small[0][:60, :4], cancer_small[1][:60]
+    ex, ref = _both_refits("logistic", {"C": 0.5}, X, y, pop_size=8, n_gen=5)
+    assert ex.run_info()["refit_solver"] == "model"
+    for q, p in zip(ex.candidate_models_, ref.candidate_models_, strict=True):
+        np.testing.assert_array_equal(q.coef, p.coef)
+
+
+@pytest.mark.parametrize("model", ["lasso", "svm"])
+def test_refit_order_does_not_change_the_fits(model, cancer_small):
+    """The chained refits in the default order, reversed, shuffled and cold (no start) agree."""
+    if model == "lasso":
+        X, y = small_regression(60, 4, seed=8)
+        mp = {"alpha": 0.02}
+    else:
+        X, y = cancer_small[0][:70, :5], cancer_small[1][:70]
+        mp = {"C": 1.0, "gamma": 0.2}
+    est = MOSPL(model=model, model_params=mp, pop_size=12, n_gen=15, refit=False, seed=1).fit(X, y)
+    V, m = est.front_v_, est.model_
+    order = refit_order(V)
+    assert sorted(order.tolist()) == list(range(len(V)))
+    nz = (V > 0).sum(axis=1)[order]
+    assert np.all(np.diff(nz) <= 0)  # most samples in use first
+    fits = lambda: make_inner_solver("exact", m, X, y)[0]  # noqa: E731
+    base = refit_chain(fits(), X, y, V, order, est.full_params_)
+    f0 = np.array([m.decision_function(p, X) for p in base])
+    rng = np.random.default_rng(0)
+    for o, start in ((order[::-1], est.full_params_), (rng.permutation(len(V)), None)):
+        f = np.array([m.decision_function(p, X) for p in refit_chain(fits(), X, y, V, o, start)])
+        np.testing.assert_allclose(f, f0, rtol=0, atol=1e-6 * max(np.abs(f0).max(), 1.0))
+    with pytest.raises(ValueError, match="every row"):
+        refit_chain(fits(), X, y, V, order[:-1], None)
+
+
+def test_refit_solver_option_from_config():
+    from hydra import compose, initialize_config_dir
+
+    from spl_bench.paths import config_dir
+    from spl_bench.runner.app import estimator_factory
+
+    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+        cfg = compose("config", overrides=["method=mospl"])
+        assert cfg.method.refit_solver == "exact"  # the default
+        assert estimator_factory(cfg)().refit_solver == "exact"
+        cfg = compose("config", overrides=["method=mospl", "method.refit_solver=model"])
+        assert estimator_factory(cfg)().refit_solver == "model"
+    assert MOSPL().refit_solver == "exact"
