@@ -28,6 +28,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from spl_bench.errors import ConfigError
+from spl_bench.gaga.engine import ColumnGroups
 from spl_bench.gaga.systems import WeightedSVMDual, weighted_lasso
 from spl_bench.models import Model, Params
 from spl_bench.models.lasso import LassoModel
@@ -71,29 +72,8 @@ def solver_info(fits: WeightedFits) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------- SVM
 def svm_kkt_from_margins(model: SVMModel, a: Array, g: Array, y: Array, v: Array) -> float:
-    """:meth:`SVMModel.kkt_violation` computed from the margins ``g = 1 - y f(x)``.
-
-    The same measure, term by term (tested against the model's), without
-    evaluating the kernel expansion again: the exact solver returns ``g``.
-    """
-    C = model.C
-    ub = C * v
-    scale_a = max(C, 1e-300)
-    tol = model.bound_tol * scale_a
-    at_lo = a <= tol
-    at_hi = a >= ub - tol
-    viol = np.zeros_like(g)
-    free = ~at_lo & ~at_hi
-    viol[free] = np.abs(g[free])
-    only_lo = at_lo & ~at_hi
-    only_hi = at_hi & ~at_lo
-    viol[only_lo] = np.maximum(g[only_lo], 0.0)
-    viol[only_hi] = np.maximum(-g[only_hi], 0.0)
-    box = np.maximum(np.maximum(a - ub, -a), 0.0) / scale_a
-    out = box > model.bound_tol
-    viol[out] = np.maximum(viol[out], 1.0)
-    eq = abs(float(a @ y)) / scale_a
-    return float(max(viol.max(initial=0.0), box.max(initial=0.0), eq))
+    """:meth:`SVMModel.kkt_violation` from the margins ``g = 1 - y f(x)`` (the exact solver returns them)."""
+    return model.kkt_from_margins(a, g, y, v)
 
 
 class _ACSDual(WeightedSVMDual):
@@ -206,41 +186,6 @@ class ExactSVMFits:
 
 
 # --------------------------------------------------------------------------- lasso
-class ColumnMerge:
-    """Exactly duplicated columns of ``X`` (up to sign), merged for the exact lasso.
-
-    With duplicated columns the lasso solution is not unique (only each group's
-    signed sum is) and the active-set solver's Gram matrix is singular.  The fit is
-    made on the representative columns and each group's coefficient is split
-    equally, ``w_k = s_k u / |group|`` (the minimum-norm solution; it satisfies the
-    subgradient conditions of the original problem exactly).  GAGA's engine does
-    the same for its path (``docs/gaga.md``, duplicated columns).
-    """
-
-    def __init__(self, X: Array) -> None:
-        d = X.shape[1]
-        sign = np.ones(d)
-        for j in range(d):  # orient each column by its first non-zero entry
-            nz = np.flatnonzero(X[:, j])
-            if nz.size and X[nz[0], j] < 0:
-                sign[j] = -1.0
-        _, keep, group = np.unique((X * sign).T, axis=0, return_index=True, return_inverse=True)
-        group = np.asarray(group).ravel()
-        order = np.argsort(keep)
-        rank = np.empty_like(order)
-        rank[order] = np.arange(order.size)
-        self.keep, self.group = keep[order], rank[group]
-        self.sign = sign * sign[self.keep][self.group]  # relative to the representative
-        self.size = np.bincount(self.group)
-        self.trivial = self.keep.size == d
-
-    def reduce(self, w: Array) -> Array:
-        return np.bincount(self.group, weights=self.sign * w, minlength=self.keep.size)
-
-    def expand(self, u: Array) -> Array:
-        return u[self.group] * (self.sign / self.size[self.group])
-
-
 class ExactLassoFits:
     """The v-weighted lasso solved exactly by GAGA's warm-started active-set method.
 
@@ -253,7 +198,7 @@ class ExactLassoFits:
         self.model = model
         self.X, self.y = X, y
         self.lev = model.penalty_level(len(y))
-        self.merge = ColumnMerge(X)
+        self.merge = ColumnGroups.find(X)  # duplicated columns merged, as on GAGA's path
         self.Xr = X if self.merge.trivial else np.ascontiguousarray(X[:, self.merge.keep])
         self.n_fits = 0
         self.n_fallbacks = 0

@@ -164,9 +164,15 @@ class SVMModel(Model):
         within ``bound_tol * C`` of a bound counts as at that bound (the box
         ``C v_i`` is itself only known to the accuracy of ``v``).
         """
-        a = params.dual_coef
+        return self.kkt_from_margins(params.dual_coef, 1.0 - y * self.decision_function(params, X), y, v)
+
+    def kkt_from_margins(self, a: Array, g: Array, y: Array, v: Array) -> float:
+        """:meth:`kkt_violation` from the dual coefficients ``a`` and the margins ``g = 1 - y f(x)``.
+
+        Solvers that already hold the margins (the exact warm-started fits) call this instead
+        of evaluating the kernel expansion again.
+        """
         ub = self.C * v
-        g = 1.0 - y * self.decision_function(params, X)
         scale_a = max(self.C, 1e-300)
         at_lo = a <= self.bound_tol * scale_a
         at_hi = a >= ub - self.bound_tol * scale_a

@@ -210,7 +210,8 @@ def _status(r, failures: dict[str, str]) -> tuple[str, str]:
         note = f"|z| > {FAR:g}: " + FIDELITY_NOTE[task]
     if r.runs < target:
         tail = f"; {note}" if note else ""
-        return "reduced_runs", f"{r.runs} of {target} runs committed (sweep in progress or per-run time budget){tail}"
+        per = f", {r.time_s:.0f} s per run measured" if np.isfinite(r.time_s) else ""
+        return "reduced_runs", f"{r.runs} of {target} runs committed{per} (the sweep resumes from here){tail}"
     return "reproduced", note
 
 
