@@ -115,6 +115,7 @@ class SPLKumar(SPLEstimator):
         self.coef_ = ws[-1]
         self.v_ = vs[-1]
         self.converged_ = ok
+        self.n_iter_ = len(ws)  # alternate-convex-search iterations run (at most max_iter)
         self.candidate_models_ = [Params(coef=w) for w in ws]
         self.candidate_params_ = [{"lam": float(lam), "iter": i} for i, lam in enumerate(lams)]
 
