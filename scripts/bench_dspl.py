@@ -10,7 +10,9 @@ then DSPL runs ``--outer`` outer iterations.  Reported per outer iteration: tota
 seconds, seconds in the per-batch setup (v-step of the previous age, Gram, factor: they scale
 with n/m and run in parallel), and seconds per ADMM iteration (one scheduler round trip
 plus O(p^2) work per batch).  The serial backend is timed
-as the reference.  Writes ``results/bench/dspl_scaling.{csv,md,png}``.
+as the reference.  Writes ``results/bench/dspl_scaling.{csv,md,png}``, each through
+``<name>.tmp`` and a rename once all three are complete (an interrupted run leaves the
+committed files as they were).
 """
 
 from __future__ import annotations
@@ -89,8 +91,8 @@ def main() -> None:
     df.insert(0, "p", args.p)
     df.insert(0, "n", args.n)
     tag = f"dspl_scaling_n{args.n}_p{args.p}"
-    df.to_csv(out / f"{tag}.csv", index=False)
-    with open(out / f"{tag}.md", "w") as f:
+    df.to_csv(out / f"{tag}.csv.tmp", index=False)
+    with open(out / f"{tag}.md.tmp", "w") as f:
         f.write(f"DSPL scaling: n={args.n}, p={args.p}, {args.outer} outer iterations, "
                 f"{os.cpu_count()} cores ({platform.processor() or platform.machine()}), shared machine\n\n")
         cols = ["backend", "workers", "batches", "s_per_outer", "setup_s_per_outer", "admm_iters_mean",
@@ -112,8 +114,10 @@ def main() -> None:
     ax.set_title(f"DSPL, n={args.n}, p={args.p}")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(out / f"{tag}.png", dpi=120)
+    fig.savefig(out / f"{tag}.png.tmp", dpi=120, format="png")
     plt.close(fig)
+    for ext in ("csv", "md", "png"):  # all complete: only now replace the committed files
+        os.replace(out / f"{tag}.{ext}.tmp", out / f"{tag}.{ext}")
     print(df.to_string(index=False, float_format="%.4g"))
 
 

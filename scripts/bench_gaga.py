@@ -22,6 +22,9 @@ exact warm-started active-set solvers of ``spl_bench.gaga.systems``; columns ``a
 so that the part of each ratio due to the inner solver can be read off.
 Writes ``results/bench/gaga.{csv,md}`` and, with two or more synthetic sizes, the scaling
 figure ``gaga_scaling.png`` (paper Fig. 5; ``--plot-only`` redraws it from the CSV).
+While it runs, the rows measured so far are kept in ``gaga.csv.tmp`` / ``gaga.md.tmp``
+(rewritten after every case); the committed files are replaced only when every case is
+done, so an interrupted or timed-out benchmark never overwrites them with a partial result.
 
 Anchors measured by the issue author with the authors' released code on this machine
 (not re-run here): SVM on mfeat-pixel 417 s per path, lasso on music 26-31 s per path.
@@ -30,6 +33,7 @@ Anchors measured by the issue author with the authors' released code on this mac
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import time
 from pathlib import Path
@@ -173,8 +177,10 @@ def plot_scaling(df: pd.DataFrame, path: Path) -> bool:
     crit.set_ylabel("critical points", color="C3")
     fig.suptitle(f"synthetic lasso (d = {int(rows['d'].iloc[0])}), ODE solver {rows['ode_method'].iloc[0]}")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    tmp = Path(f"{path}.tmp")
+    fig.savefig(tmp, dpi=120, format="png")
     plt.close(fig)
+    os.replace(tmp, path)
     return True
 
 
@@ -258,8 +264,10 @@ def main() -> None:
         rows.append(row)
         print({k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
         df = pd.DataFrame(rows)  # written after every case, so a long run keeps what it measured
-        df.to_csv(out / f"{stem}.csv", index=False)
-        (out / f"{stem}.md").write_text(df.to_string(index=False, float_format=lambda v: f"{v:.3g}") + "\n")
+        df.to_csv(out / f"{stem}.csv.tmp", index=False)
+        (out / f"{stem}.md.tmp").write_text(df.to_string(index=False, float_format=lambda v: f"{v:.3g}") + "\n")
+    for ext in ("csv", "md"):  # every case done: only now replace the committed files
+        os.replace(out / f"{stem}.{ext}.tmp", out / f"{stem}.{ext}")
     print(pd.DataFrame(rows).to_string())
     if plot_scaling(pd.DataFrame(rows), out / f"{stem}_scaling.png"):
         print(f"wrote {out / f'{stem}_scaling.png'}")

@@ -8,13 +8,15 @@ the same standard SVM, whose time is included in both.
     .venv/bin/python scripts/bench_outlier_path.py                    # breast cancer, 40 % rows
     .venv/bin/python scripts/bench_outlier_path.py --C 10 --counts 5 10 20 40 80
 
-Writes ``results/bench/outlier_path_timing.csv`` and ``.png``.
+Writes ``results/bench/outlier_path_timing.csv`` and ``.png``, each through ``<name>.tmp`` and a
+rename once complete (an interrupted run leaves the committed files as they were).
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import os
 import time
 from pathlib import Path
 
@@ -83,7 +85,8 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     stem = "outlier_path_timing" + ("" if args.cccp_solver == "homotopy" else "_smo")
     csv_file = args.out / f"{stem}.csv"
-    with csv_file.open("w", newline="") as fh:
+    csv_tmp = Path(f"{csv_file}.tmp")
+    with csv_tmp.open("w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
@@ -108,7 +111,11 @@ def main() -> None:
     fig.suptitle(f"breast cancer, n = {len(y)}, C = {args.C}, CCCP solver {args.cccp_solver} "
                  "(cf. Fig. 5 of Suzumura et al. 2014)")
     fig.tight_layout()
-    fig.savefig(args.out / f"{stem}.png", dpi=120)
+    png = args.out / f"{stem}.png"
+    fig.savefig(f"{png}.tmp", dpi=120, format="png")
+    plt.close(fig)
+    os.replace(csv_tmp, csv_file)  # complete: replace the committed files
+    os.replace(f"{png}.tmp", png)
     print(f"wrote {csv_file} and {args.out / f'{stem}.png'}")
 
 
