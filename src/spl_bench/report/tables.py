@@ -12,28 +12,131 @@ from rich.console import Console
 from rich.table import Table
 
 from spl_bench.errors import DataError
+from spl_bench.runner.results import read_run_folder, row_files
 
 ROW_KEYS = ["experiment", "dataset", "noise", "model", "selection", "metric"]
 #: per-run counts of critical points by kind, written by path methods (GAGA)
 CRITICAL_COLUMNS = ["n_critical_turning", "n_critical_jump"]
 
 
-def read_results(paths: Iterable[str | Path]) -> pd.DataFrame:
-    """Read results CSVs; a directory contributes every ``results.csv`` below it."""
-    files: list[Path] = []
+#: the columns that make a cell of a table: one configuration (config hash) each
+CELL_KEYS = ["experiment", "dataset", "noise", "method", "model", "sp", "selection"]
+
+
+def _sources(paths: Iterable[str | Path]) -> list[tuple[Path, bool]]:
+    """(path, is_run_folder) of every results source: run folders with row files, other results.csv."""
+    out: dict[Path, bool] = {}
     for p in map(Path, paths):
         if p.is_dir():
-            files.extend(sorted(p.rglob("results.csv")))
+            folders = {f.parent.parent.parent for f in p.rglob("run-*.csv") if f.parent.parent.name == "rows"}
+            for f in sorted(p.rglob("results.csv")):
+                if f.parent not in folders:
+                    out[f] = False
+            out.update({d: True for d in sorted(folders)})
         elif p.is_file():
-            files.append(p)
+            run_dir = p.parent
+            has_rows = p.name == "results.csv" and bool(row_files(run_dir))
+            out[run_dir if has_rows else p] = has_rows
         else:
             raise DataError(f"no results file or folder at {p}")
-    if not files:
+    return list(out.items())
+
+
+def read_results(paths: Iterable[str | Path], config_hash: str | Iterable[str] | None = None) -> pd.DataFrame:
+    """Read results; a directory contributes every run folder and ``results.csv`` below it.
+
+    A run folder (one with ``rows/<hash>/run-*.csv``) is read from its row files, and its
+    ``results.csv`` is rebuilt from them on the way, so it cannot lag behind (after a kill, or
+    when deleted); a ``results.csv`` without row files is read as it is.
+
+    A cell (same :data:`CELL_KEYS`) must hold one configuration: rows of two config hashes in
+    one cell are refused with a :class:`DataError` listing them, never averaged.
+    ``config_hash`` (one hash or several, unique prefixes accepted; ``--hash`` of
+    ``spl-bench report``) keeps, in every cell holding rows of a given hash, only those rows;
+    cells without any given hash are kept as they are.
+    """
+    sources = _sources(paths)
+    if not sources:
         raise DataError("no results.csv found in the given paths")
-    frames = [pd.read_csv(f) for f in files if f.stat().st_size > 0]
+    frames = []
+    for src, is_run in sources:
+        if not is_run and src.stat().st_size == 0:
+            continue  # an interrupted first run
+        frame = read_run_folder(src) if is_run else pd.read_csv(src)
+        frames.append(frame.assign(_source=str(src)))
+    if not frames:
+        raise DataError("no results.csv found in the given paths")
     frame = pd.concat(frames, ignore_index=True)
-    key = ["experiment", "dataset", "noise", "method", "model", "sp", "selection", "config_hash", "seed", "metric"]
-    return frame.drop_duplicates(subset=[k for k in key if k in frame.columns], keep="last")
+    key = [*CELL_KEYS, "config_hash", "seed", "metric"]
+    frame = frame.drop_duplicates(subset=[k for k in key if k in frame.columns], keep="last")
+    if config_hash is not None:
+        frame = select_config(frame, [config_hash] if isinstance(config_hash, str) else list(config_hash))
+    check_one_config(frame)
+    return frame.drop(columns="_source").reset_index(drop=True)
+
+
+def _hash_column(frame: pd.DataFrame) -> pd.Series:
+    return frame["config_hash"].astype(object).where(frame["config_hash"].notna(), "<none>").astype(str)
+
+
+def select_config(frame: pd.DataFrame, hashes: list[str]) -> pd.DataFrame:
+    """In each cell holding rows of one of ``hashes`` (full hashes or unique prefixes), keep only those.
+
+    Raises :class:`DataError` for a given hash that matches no row, or a prefix matching several.
+    """
+    if "config_hash" not in frame:
+        raise DataError("these results have no config_hash column: nothing to select with --hash")
+    col = _hash_column(frame)
+    found = sorted(col.unique())
+    chosen: set[str] = set()
+    for h in hashes:
+        match = [f for f in found if f.startswith(str(h))]
+        if not match:
+            raise DataError(f"no rows of config hash {h}; the results hold {', '.join(found)}")
+        if len(match) > 1 and str(h) not in match:
+            raise DataError(f"config hash prefix {h} matches {', '.join(match)}; give more characters")
+        chosen.add(str(h) if str(h) in match else match[0])
+    keys = [k for k in CELL_KEYS if k in frame.columns]
+    cell = frame[keys].astype(str).agg("\x1f".join, axis=1) if keys else pd.Series("", index=frame.index)
+    cells_with = set(cell[col.isin(chosen)])
+    keep = ~cell.isin(cells_with) | col.isin(chosen)
+    return frame[keep]
+
+
+def check_one_config(frame: pd.DataFrame) -> None:
+    """Refuse a frame with rows of two or more config hashes in one cell (a :class:`DataError`).
+
+    The message names the first mixed cell and each hash in it (its runs, and the folders it
+    was read from when known) and how to choose.  Frames without ``config_hash`` pass.
+    """
+    if "config_hash" not in frame or frame.empty:
+        return
+    keys = [k for k in CELL_KEYS if k in frame.columns]
+    work = frame.assign(_hash=_hash_column(frame))
+    n_hashes = work.groupby(keys, dropna=False)["_hash"].nunique() if keys else pd.Series([work["_hash"].nunique()])
+    mixed = n_hashes[n_hashes > 1]
+    if mixed.empty:
+        return
+    first = mixed.index[0] if keys else None
+    values = first if isinstance(first, tuple) else (first,)
+    rows = work
+    for k, v in zip(keys, values, strict=False):
+        rows = rows[rows[k].isna()] if pd.isna(v) else rows[rows[k] == v]
+    listed = []
+    for h, part in rows.groupby("_hash", sort=True):
+        runs = part["seed"].nunique() if "seed" in part else len(part)
+        where = ""
+        if "_source" in part:
+            folders = sorted(part["_source"].unique())
+            where = f", in {folders[0]}" + (f" and {len(folders) - 1} more" if len(folders) > 1 else "")
+        listed.append(f"{h} ({runs} run{'s' * (runs != 1)}{where})")
+    cell = ", ".join(f"{k} {v}" for k, v in zip(keys, values, strict=False))
+    more = f" ({len(mixed) - 1} more mixed cell{'s' * (len(mixed) > 2)})" if len(mixed) > 1 else ""
+    raise DataError(
+        f"rows of {len(listed)} configurations in one cell ({cell}){more}: config hash {'; '.join(listed)}. "
+        "They are not averaged: choose one with --hash H (read_results(..., config_hash=H)), "
+        "or report their folders separately"
+    )
 
 
 def info_counts(frame: pd.DataFrame) -> pd.DataFrame:
@@ -64,7 +167,12 @@ def _method_label(frame: pd.DataFrame) -> pd.Series:
 
 
 def summarize(frame: pd.DataFrame) -> pd.DataFrame:
-    """Mean, std and count of every (row keys, method) group of the main metrics."""
+    """Mean, std and count of every (row keys, method) group of the main metrics.
+
+    Refuses (a :class:`DataError`) a cell holding rows of two config hashes: see
+    :func:`read_results` to select one.
+    """
+    check_one_config(frame)
     main = frame[~frame["metric"].astype(str).str.startswith("selection_")].copy()
     main["method_label"] = _method_label(main)
     counts = info_counts(main)

@@ -27,6 +27,23 @@ from spl_bench.runner.results import RowStore, code_version, config_hash
 
 AUTO_NOISE = {"classification": "uniform_flip", "regression": "target_gaussian"}
 
+#: folder name of a run without overrides (``runs/<exp_name>/_default/``): not the parent of the others
+DEFAULT_DIRNAME = "_default"
+
+
+def job_dirname(override_dirname: str) -> str:
+    """Folder name of a job: its overrides (Hydra's ``override_dirname``), or ``_default`` if none.
+
+    Registered as the ``spl_job_dir`` resolver used by ``hydra.run.dir`` / ``hydra.sweep.subdir``
+    in ``configs/config.yaml``.  Without it the no-override run would write straight into
+    ``runs/<exp_name>/``, the parent folder of every other run of the experiment.
+    """
+    return str(override_dirname) or DEFAULT_DIRNAME
+
+
+# at import: parallel launchers unpickle ``task`` by reference, which imports this module first
+OmegaConf.register_new_resolver("spl_job_dir", job_dirname, replace=True)
+
 
 def console() -> Console:
     """The stderr console, made on first use in the process that runs the task.
@@ -186,8 +203,14 @@ def run_experiment(cfg: DictConfig, run_dir: Path) -> Path:
     check_task(cfg, ds)
     noise = noise_config(cfg, ds.task)
     make = estimator_factory(cfg)
-    h = config_hash(identity(cfg))
-    store = RowStore(run_dir, h)
+    ident = identity(cfg)
+    h = config_hash(ident)
+    replace = cfg.get("replace_stale", False)
+    if not isinstance(replace, bool):
+        raise ConfigError(f"replace_stale must be true or false, got {replace!r}")
+    store = RowStore(run_dir, h, ident)
+    for moved in store.claim(replace_stale=replace):  # one configuration per folder
+        console().print(f"[yellow]replaced:[/] rows of config hash {moved.name} moved to {moved}", soft_wrap=True)
     todo = [k for k in range(protocol.n_runs) if not store.done(k)]
     if len(todo) < protocol.n_runs:
         n_done = protocol.n_runs - len(todo)
@@ -204,7 +227,7 @@ def run_experiment(cfg: DictConfig, run_dir: Path) -> Path:
             if not math.isfinite(out.value):
                 raise FloatingPointError(f"run {k} produced a non-finite metric")
             store.write(k, outcome_rows(cfg, ds, noise, out, h))
-            store.rewrite_summary()
+            store.rewrite_summary()  # results.csv follows the row files after every run
             bar.advance(task)
     return store.rewrite_summary()
 
@@ -220,11 +243,9 @@ def task(cfg: DictConfig) -> None:
         check_root_keys(cfg)
         results = run_experiment(cfg, run_dir)
         if cfg.print_table:
-            import pandas as pd
+            from spl_bench.report.tables import print_tables, read_results, summarize
 
-            from spl_bench.report.tables import print_tables, summarize
-
-            print_tables(summarize(pd.read_csv(results)))
+            print_tables(summarize(read_results([results])))
         console().print(f"[green]results:[/] {results}", soft_wrap=True)
     except SplBenchError as exc:
         _drop_if_empty(run_dir, Path(str(cfg.get("results_root", run_dir.parent))))

@@ -3,7 +3,8 @@
 Sub-commands::
 
     spl-bench run [hydra overrides]        run an experiment (Hydra; -m for sweeps)
-    spl-bench report PATH... [--out DIR]   mean ± std tables (Markdown, CSV) and figures
+    spl-bench report PATH... [--out DIR] [--hash H]
+                                           mean ± std tables (Markdown, CSV) and figures
     spl-bench path [hydra overrides]       GAGA age-path file and figures
     spl-bench datasets                     list the dataset configs and whether they load offline
 """
@@ -81,13 +82,16 @@ def _report(argv: list[str]) -> int:
     ap.add_argument("--no-figure", action="store_true", help="do not draw the bar figure")
     ap.add_argument("--unavailable", nargs="*", default=[], metavar="DATASET",
                     help="datasets of the paper's table with no local copy: listed as not available")
+    ap.add_argument("--hash", nargs="+", action="extend", dest="hashes", metavar="H",
+                    help="config hash(es) (or unique prefixes) to keep in cells holding rows of several "
+                         "configurations; such cells are refused otherwise, never averaged")
     args = ap.parse_args(argv)
     if args.out:
         check_output_folder("--out ", args.out)
     for p in map(Path, args.paths):
         for f in sorted(p.rglob("results.csv")) if p.is_dir() else [p] if p.is_file() else []:
             check_results_file(f)
-    frame = read_results(args.paths)
+    frame = read_results(args.paths, config_hash=args.hashes)
     summary = summarize(frame)
     print_tables(summary)
     if args.out:

@@ -3,9 +3,15 @@
 Layout inside a run directory::
 
     rows/<config-hash>/run-000.csv     one file per (config, run), written by rename
-    results.csv                        every row of the directory, rewritten after each run
+    rows/<config-hash>/config.json     the hashed part of the resolved config (what the hash means)
+    results.csv                        every row of the directory, rebuilt from rows/ (never the truth)
+    rows_stale/<config-hash>/          rows of an older configuration moved aside by replace_stale=true
 
-A rerun of the same command finds ``rows/<hash>/run-<k>.csv`` and skips run ``k``.
+A rerun of the same command finds ``rows/<hash>/run-<k>.csv`` and skips run ``k``.  A folder
+holds one configuration: rows of a second hash are refused (:meth:`RowStore.claim`) unless the
+old ones are moved aside.  ``results.csv`` is a convenience copy: it is rebuilt from the row
+files at the start of a run, after every run, and whenever the report reads the folder
+(:func:`read_run_folder`), so it cannot lag behind them.
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ import json
 import os
 import subprocess
 import tempfile
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -22,7 +30,11 @@ from typing import Any
 import pandas as pd
 
 from spl_bench import __version__
+from spl_bench.errors import ConfigError
 from spl_bench.paths import repo_root
+
+#: folder (inside a run directory) the rows of a replaced configuration are moved to
+STALE_DIR = "rows_stale"
 
 #: Column order of the tidy results.
 COLUMNS = [
@@ -64,12 +76,108 @@ def atomic_write_csv(frame: pd.DataFrame, path: Path) -> None:
         raise
 
 
+def row_files(run_dir: Path) -> list[Path]:
+    """Every per-run row file of a run directory (all hashes), sorted."""
+    return sorted((Path(run_dir) / "rows").glob("*/run-*.csv"))
+
+
+def rows_frame(run_dir: Path) -> pd.DataFrame:
+    """Every row of the row files of ``run_dir`` (empty frame when there are none)."""
+    files = row_files(run_dir)
+    return pd.concat([pd.read_csv(f) for f in files], ignore_index=True) if files else pd.DataFrame()
+
+
+def write_summary(run_dir: Path, frame: pd.DataFrame | None = None) -> Path:
+    """Make ``results.csv`` of ``run_dir`` equal to its row files; rewritten only when it differs.
+
+    With no row file, ``results.csv`` is removed.  Returns the path of ``results.csv``.
+    """
+    out = Path(run_dir) / "results.csv"
+    frame = rows_frame(run_dir) if frame is None else frame
+    if frame.empty:
+        out.unlink(missing_ok=True)
+        return out
+    text = frame.to_csv(index=False)
+    try:
+        same = out.read_text() == text
+    except (OSError, UnicodeDecodeError):
+        same = False
+    if not same:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", newline="") as fh:
+                fh.write(text)
+            os.replace(tmp, out)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    return out
+
+
+def read_run_folder(run_dir: Path) -> pd.DataFrame:
+    """The rows of a run directory, from its row files; ``results.csv`` is refreshed to match.
+
+    The refresh is best effort (a read-only copy of a results folder still reads).
+    """
+    frame = rows_frame(run_dir)
+    try:
+        write_summary(run_dir, frame)
+    except OSError:
+        pass
+    return frame
+
+
+@dataclass(frozen=True)
+class HashRows:
+    """The rows of one configuration hash in a run directory."""
+
+    config_hash: str
+    n_runs: int
+    newest: datetime
+
+    def describe(self, note: str = "") -> str:
+        runs = f"{self.n_runs} run file{'s' * (self.n_runs != 1)}"
+        return f"{self.config_hash} ({runs}, newest {self.newest:%Y-%m-%d %H:%M} UTC{note})"
+
+
+def hashes_in(run_dir: Path) -> dict[str, HashRows]:
+    """The configuration hashes with row files in ``run_dir``, each with its count and newest date."""
+    out: dict[str, HashRows] = {}
+    for d in sorted((Path(run_dir) / "rows").glob("*")):
+        files = list(d.glob("run-*.csv")) if d.is_dir() else []
+        if files:
+            newest = max(f.stat().st_mtime for f in files)
+            out[d.name] = HashRows(d.name, len(files), datetime.fromtimestamp(newest, UTC))
+    return out
+
+
+def _flat(node: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(node, dict):
+        out: dict[str, Any] = {}
+        for k, v in node.items():
+            out.update(_flat(v, f"{prefix}{k}."))
+        return out
+    return {prefix[:-1]: node}
+
+
+def config_differences(old: dict[str, Any], new: dict[str, Any], limit: int = 3) -> str:
+    """``key: a there, b now`` for the first ``limit`` keys that differ (flattened, dotted)."""
+    a, b = _flat(old), _flat(new)
+    keys = sorted(k for k in a.keys() | b.keys() if a.get(k, "<unset>") != b.get(k, "<unset>"))
+    parts = [f"{k}: {a.get(k, '<unset>')} there, {b.get(k, '<unset>')} now" for k in keys[:limit]]
+    if len(keys) > limit:
+        parts.append(f"{len(keys) - limit} more")
+    return "; ".join(parts)
+
+
 class RowStore:
     """Per-run row files of one configuration inside a run directory."""
 
-    def __init__(self, run_dir: Path, cfg_hash: str) -> None:
+    def __init__(self, run_dir: Path, cfg_hash: str, identity: dict[str, Any] | None = None) -> None:
         self.run_dir = Path(run_dir)
         self.cfg_hash = cfg_hash
+        self.identity = identity
         self.rows_dir = self.run_dir / "rows" / cfg_hash
 
     def path(self, run: int) -> Path:
@@ -78,7 +186,68 @@ class RowStore:
     def done(self, run: int) -> bool:
         return self.path(run).is_file()
 
+    def others(self) -> list[HashRows]:
+        """Rows of other configuration hashes in the same run directory."""
+        return [h for k, h in hashes_in(self.run_dir).items() if k != self.cfg_hash]
+
+    def _stored_identity(self, h: str) -> dict[str, Any] | None:
+        try:
+            return json.loads((self.run_dir / "rows" / h / "config.json").read_text())
+        except (OSError, ValueError):
+            return None
+
+    def refusal(self, others: list[HashRows]) -> ConfigError:
+        """The one-line error for a folder that already holds rows of other configurations."""
+        listed = []
+        for o in others:
+            old = self._stored_identity(o.config_hash)
+            diff = config_differences(old, self.identity) if old is not None and self.identity else ""
+            listed.append(o.describe(f"; differs in {diff}" if diff else ""))
+        return ConfigError(
+            f"{self.run_dir} already holds rows of another configuration: config hash {', '.join(listed)}; "
+            f"this configuration is {self.cfg_hash}. Pooling them would average two configurations: rerun with "
+            f"replace_stale=true to move the old rows to {STALE_DIR}/ and start this one, or give another "
+            "exp_name or results_root to keep both"
+        )
+
+    def claim(self, replace_stale: bool = False) -> list[Path]:
+        """Make this configuration the only one of the run directory.
+
+        Rows of another hash are refused (:class:`ConfigError`, listing them) unless
+        ``replace_stale``: then each ``rows/<hash>/`` is moved to ``rows_stale/<hash>/`` (with a
+        time suffix if that exists), together with ``paths/`` (fitted paths of the old runs),
+        and ``results.csv`` is rebuilt.  Returns the folders moved.  The hashed config is written
+        to ``rows/<hash>/config.json`` so a later refusal can say what differs.
+        """
+        others = self.others()
+        moved: list[Path] = []
+        if others and not replace_stale:
+            raise self.refusal(others)
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+        for o in others:
+            target = self.run_dir / STALE_DIR / o.config_hash
+            if target.exists():
+                target = target.with_name(f"{o.config_hash}-{stamp}")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(self.run_dir / "rows" / o.config_hash, target)
+            moved.append(target)
+            paths = self.run_dir / "paths"
+            if paths.is_dir():
+                os.replace(paths, target / "paths")
+        if self.identity is not None and not (self.rows_dir / "config.json").is_file():
+            self.rows_dir.mkdir(parents=True, exist_ok=True)
+            text = json.dumps(self.identity, sort_keys=True, indent=1, default=str)
+            fd, tmp = tempfile.mkstemp(dir=self.rows_dir, prefix=".config.json.", suffix=".tmp")
+            with os.fdopen(fd, "w") as fh:
+                fh.write(text + "\n")
+            os.replace(tmp, self.rows_dir / "config.json")
+        write_summary(self.run_dir)
+        return moved
+
     def write(self, run: int, rows: list[dict[str, Any]]) -> None:
+        others = self.others()  # another process started a different configuration here meanwhile
+        if others:
+            raise self.refusal(others)
         frame = pd.DataFrame(rows)
         for col in COLUMNS:
             if col not in frame.columns:
@@ -93,8 +262,4 @@ class RowStore:
 
     def rewrite_summary(self) -> Path:
         """Rewrite ``results.csv`` of the run directory from every row file in it."""
-        files = sorted((self.run_dir / "rows").glob("*/run-*.csv"))
-        frame = pd.concat([pd.read_csv(f) for f in files], ignore_index=True) if files else pd.DataFrame()
-        out = self.run_dir / "results.csv"
-        atomic_write_csv(frame, out)
-        return out
+        return write_summary(self.run_dir)
