@@ -142,6 +142,8 @@ ACS_SKIP_MIN = 3
 ODE_SOLVERS: dict[str, type[OdeSolver]] = {"LSODA": LSODA, "BDF": BDF, "RK45": RK45, "DOP853": DOP853}
 #: accepted values of ``EngineOptions.method``
 ODE_METHODS = ("auto", *ODE_SOLVERS)
+#: seconds between two calls of the ``progress`` callback of :func:`age_path` (the last one is always made)
+PROGRESS_INTERVAL = 0.25
 
 
 def illinois(f: Any, a: float, fa: float, b: float, fb: float, ftol: float, xtol: float,
@@ -244,6 +246,8 @@ class _Tracker:
         self._rhs_memo: tuple[tuple[float, int], Array, Array] | None = None
         self._events_memo: list[tuple[tuple[float, int], Array, Array]] = []
         self.progress: Callable[[float, int], None] | None = None  # called with (age, events so far)
+        self._progress_next = -np.inf  # time.monotonic() of the next progress call
+        self._progress_lam = -np.inf  # the furthest age reported
 
     # ------------------------------------------------------------- numerics
     def rhs(self, lam: float, ext: Array) -> Array:
@@ -519,8 +523,7 @@ class _Tracker:
         repeats = 0
         while lam < lam_max and len(self.events) < o.max_events:
             lam = self.segment(lam, lam_max)
-            if self.progress is not None:
-                self.progress(min(lam, lam_max), len(self.events))
+            self.report(min(lam, lam_max))
             if self.events:
                 ev = self.events[-1]["lam"]
                 repeats = repeats + 1 if ev - last_event <= 1e-12 * max(1.0, ev) else 0
@@ -532,6 +535,20 @@ class _Tracker:
                     self.seg += 1
                     self.record(lam, "after")
                     repeats = 0
+        self.report(min(lam, lam_max), force=True)
+
+    def report(self, lam: float, force: bool = False) -> None:
+        """Call ``progress`` with the furthest age reached and the critical points so far.
+
+        At most once per ``PROGRESS_INTERVAL`` seconds unless ``force``; reads the state only.
+        """
+        if self.progress is None:
+            return
+        self._progress_lam = max(self._progress_lam, lam)
+        now = time.monotonic()
+        if force or now >= self._progress_next:
+            self._progress_next = now + PROGRESS_INTERVAL
+            self.progress(self._progress_lam, len(self.events))
 
     def segment(self, lam0: float, lam_max: float) -> float:
         """Follow the path from ``lam0`` with fixed sets until an event; return the new age."""
@@ -618,6 +635,7 @@ class _Tracker:
             sysm.set_theta(theta1)
             self.fill(t1, dense)
             self.record(t1)
+            self.report(t1)
             if sign0 != 0 and self.last_sign != sign0 and self.last_sign != 0:
                 return self.fold(t_prev, t1, dense, sign0)
             if t1 - t_prev < 0.5 * o.max_step:  # a step limited by accuracy, not by max_step

@@ -154,6 +154,7 @@ class ACS(SPLEstimator):
             self.n_iter_[k] = it
             self.converged_[k] = ok
             self.kkt_[k] = fits.kkt_violation(params, X, y, v)
+            self._progress("acs", done=k + 1, total=len(grid), lam=float(lam))
         self.candidate_params_ = [{"lam": float(lam)} for lam in grid]
 
     def run_info(self) -> dict[str, Any]:

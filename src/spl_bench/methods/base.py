@@ -43,6 +43,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from spl_bench.errors import DataError, SplBenchError
 from spl_bench.models import Model, Params, get_model
+from spl_bench.progress import ProgressHook
 from spl_bench.sp import SPRegularizer, get_sp
 
 Array = NDArray[np.float64]
@@ -121,6 +122,22 @@ class SPLEstimator(BaseEstimator):
             method = cls.__dict__.get(name)
             if callable(method) and not getattr(method, "_spl_checked", False):
                 setattr(cls, name, _checked_input(method))
+
+    # -------------------------------------------------------------- progress
+    def set_progress(self, hook: ProgressHook | None) -> SPLEstimator:
+        """Report the progress of later fits to ``hook(event, **fields)`` (None: no reports).
+
+        Not a constructor parameter: it changes neither the fit nor ``get_params``, and
+        :func:`sklearn.base.clone` does not copy it.  Events: :mod:`spl_bench.progress`.
+        """
+        self._progress_hook = hook
+        return self
+
+    def _progress(self, event: str, **fields: Any) -> None:
+        """Call the progress hook, if one is set."""
+        hook = getattr(self, "_progress_hook", None)
+        if hook is not None:
+            hook(event, **fields)
 
     def _task(self) -> str | None:
         try:

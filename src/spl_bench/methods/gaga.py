@@ -92,8 +92,13 @@ class GAGA(SPLEstimator):
                              max_step=float(self.max_step), delta=check_positive("jump_delta", self.jump_delta),
                              acs_extrapolate=bool(self.acs_extrapolate),
                              svm_active_set=bool(self.svm_active_set), acs_skip=bool(self.acs_skip))
+
+        def report(lam: float, n_critical: int) -> None:
+            self._progress("gaga", lam=lam, lam_min=lam_min, lam_max=lam_max, n_critical=n_critical)
+
+        hooked = getattr(self, "_progress_hook", None) is not None
         path = age_path(X, y, model=self.model_, sp=self._make_sp(), lam_range=(lam_min, lam_max),
-                        options=opts)
+                        options=opts, progress=report if hooked else None)
         self.path_ = path
         k = len(path)
         keep = np.zeros(k, dtype=bool)

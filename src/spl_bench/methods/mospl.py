@@ -41,6 +41,7 @@ evolved parameters (the earlier behaviour).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -71,14 +72,18 @@ def refit_order(V: Array) -> Array:
     return np.lexsort((-V.sum(axis=1), -(V > 0).sum(axis=1)))
 
 
-def refit_chain(fits: WeightedFits, X: Array, y: Array, V: Array, order: Array, start: Params | None) -> list[Params]:
+def refit_chain(fits: WeightedFits, X: Array, y: Array, V: Array, order: Array, start: Params | None,
+                done: Callable[[int], None] | None = None) -> list[Params]:
     """Fit ``fits.fit_weighted(X, y, V[k])`` for every ``k`` of ``order``, each warm-started
-    from the previous fit (the first from ``start``); the fits in the rows' order of ``V``."""
+    from the previous fit (the first from ``start``); the fits in the rows' order of ``V``.
+    ``done(i)``, when given, is called after the ``i``-th fit (progress reports)."""
     out: list[Params | None] = [None] * len(V)
     warm = start
-    for k in order:
+    for i, k in enumerate(order, 1):
         warm = fits.fit_weighted(X, y, V[k], warm=warm)
         out[int(k)] = warm
+        if done is not None:
+            done(i)
     if any(p is None for p in out):
         raise ValueError("refit_chain: order must visit every row of V")
     return out  # type: ignore[return-value]
@@ -382,9 +387,20 @@ class MOSPL(SPLEstimator):
         xl, xu = self._box(prob, theta_full)
         rng = np.random.default_rng(int(self.seed))
         init = self._initial_population(rng, xl, xu, theta_full)
+        n_gen = int(self.n_gen)
+        generation = 0
+
+        def evaluate(G: Array) -> Array:  # the back-ends evaluate one whole generation per call
+            nonlocal generation
+            F = prob.evaluate(G)
+            generation += 1
+            self._progress("mospl", stage="evolution", generation=min(generation, n_gen), n_gen=n_gen)
+            return F
+
+        hooked = getattr(self, "_progress_hook", None) is not None
         res: MOOResult = run_nsga3(
             self.backend,
-            prob.evaluate,
+            evaluate if hooked else prob.evaluate,
             xl,
             xu,
             n_obj=2,
@@ -402,6 +418,9 @@ class MOSPL(SPLEstimator):
         order = np.lexsort((-F[:, 1], F[:, 0]))
         G, F, V = G[order], F[order], V[order]
 
+        def refitted(i: int) -> None:
+            self._progress("mospl", stage="refit", done=i, total=len(G))
+
         t0 = time.perf_counter()
         F_refit = F.copy()
         self.refit_solver_used_ = "none"
@@ -410,11 +429,14 @@ class MOSPL(SPLEstimator):
             models = [prob.params(g) for g in G]
         elif self.refit_solver == "exact":
             fits, self.refit_solver_used_ = make_inner_solver("exact", model, X, y)
-            models = refit_chain(fits, X, y, V, refit_order(V), full)
+            models = refit_chain(fits, X, y, V, refit_order(V), full, done=refitted)
             self.refit_info_ = solver_info(fits)
         else:
             self.refit_solver_used_ = "model"
-            models = [model.fit_weighted(X, y, V[k], warm=prob.params(G[k])) for k in range(len(G))]
+            models = []
+            for k in range(len(G)):
+                models.append(model.fit_weighted(X, y, V[k], warm=prob.params(G[k])))
+                refitted(k + 1)
         if self.refit:
             T = np.array([prob.theta(p) for p in models])
             F_refit[:, 0] = prob.f1(np.column_stack([T, G[:, -1]]), V)
