@@ -43,7 +43,10 @@ def main() -> int:
         return _smoke()
     try:
         cells = [c for t in args.tables for c in rp.table_cells(t, args.methods, args.data)]
-        if not args.report_only:
+        if args.report_only:
+            # the index follows the configs: rows written by several machines / worktrees merge here
+            rp.refresh_index(rp.cell_states(cells))
+        else:
             states = rp.cell_states(cells)
             runs = args.runs
             if args.plan:

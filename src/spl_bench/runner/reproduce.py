@@ -331,8 +331,7 @@ def run_tables(
     """
     tasks = pending_tasks(states, runs, max_cell_seconds)
     by_cell = {st.cell: st for st in states}
-    for exp in sorted({st.cell.experiment for st in states}):
-        write_index(exp, [_index_entry(st) for st in states if st.cell.experiment == exp], root)
+    refresh_index(states, root)
     failures: dict[str, str] = {}
     t0 = time.perf_counter()
     log(f"{len(tasks)} runs to do in {len({c for c, _ in tasks})} cells, {jobs} job(s)")
@@ -350,6 +349,12 @@ def run_tables(
         log(f"[{i}/{len(tasks)}] {cell.label} seed {seed}: {main['metric']} {main['value']:.4f} "
             f"({main['time_s']:.1f} s fit; {elapsed / 60:.1f} min elapsed)")  # fmt: skip
     return failures
+
+
+def refresh_index(states: list[CellState], root: Path | None = None) -> None:
+    """Point every cell's index entry at its current configuration hash."""
+    for exp in sorted({st.cell.experiment for st in states}):
+        write_index(exp, [_index_entry(st) for st in states if st.cell.experiment == exp], root)
 
 
 def record_failure(cell: Cell, seed: int, reason: str, root: Path | None = None) -> Path:
