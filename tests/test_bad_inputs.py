@@ -65,6 +65,10 @@ def bad_files(tmp_path_factory) -> dict[str, str]:
     (tmp / "header.csv").write_text("a,b,target\n")
     (tmp / "nanlabel.csv").write_text("a,b,target\n1,2,1\n4,5,\n7,8,0\n1,1,1\n")
     (tmp / "binary.csv").write_bytes(b"\x89PNG\x00\x01\xff\xfe")
+    cell = "e,d,n,acs,lasso,linear,validation"  # one cell, rows of two configurations: refused, not averaged
+    (tmp / "mixed.csv").write_text("experiment,dataset,noise,method,model,sp,selection,config_hash,seed,metric,value\n"
+                                   + "".join(f"{cell},{h},{s},gen_error,{s + 1}\n"
+                                             for h in ("a1b2c3d4e5f6", "a9b8c7d6e5f4") for s in range(2)))
     (tmp / "afile").write_text("not a folder")
     (tmp / "emptydir").mkdir()
     if os.geteuid() != 0:

@@ -73,3 +73,66 @@ def test_summary_totals_the_integer_counters_of_the_info_column():
     row = summarize(frame).iloc[0]
     assert row["info_n_truncated_paths"] == expected
     assert "info_n_ratio" not in row and "info_flag" not in row
+
+
+# ----------------------------------------------------------------------------- never pool two configurations
+def _cell_rows(h: str, offset: float, seeds=range(3), dataset: str = "d") -> list[dict]:
+    return [{"experiment": "e", "dataset": dataset, "noise": "n", "method": "acs", "model": "lasso", "sp": "linear",
+             "selection": "validation", "config_hash": h, "seed": s, "metric": m, "value": offset + s,
+             "time_s": 1.0, "n_restarts": None}
+            for s in seeds for m in ("gen_error", "selection_gen_error")]  # fmt: skip
+
+
+def _mixed_folders(root):
+    from spl_bench.runner.results import RowStore
+
+    for folder, h, offset in (("lam_step=2", "aaaa11112222", 0.0), ("lam_step=3", "bbbb33334444", 10.0)):
+        store = RowStore(root / "e" / folder, h)
+        for seed in range(3):
+            store.write(seed, [r for r in _cell_rows(h, offset) if r["seed"] == seed])
+        store.rewrite_summary()
+    other = RowStore(root / "e" / "other", "cccc55556666")  # another cell: untouched by --hash
+    other.write(0, _cell_rows("cccc55556666", 5.0, seeds=[0], dataset="d2"))
+    other.rewrite_summary()
+
+
+def test_report_refuses_two_configurations_in_one_cell(tmp_path, capsys):
+    from spl_bench.errors import DataError
+    from spl_bench.report.tables import read_results
+    from spl_bench.runner.cli import main
+
+    _mixed_folders(tmp_path)
+    with pytest.raises(DataError) as exc:
+        read_results([tmp_path])
+    msg = str(exc.value)
+    assert "rows of 2 configurations in one cell" in msg and "method acs" in msg and "dataset d," in msg
+    assert "aaaa11112222 (3 runs, in " in msg and "bbbb33334444 (3 runs, in " in msg and "lam_step=3" in msg
+    assert "--hash" in msg
+    with pytest.raises(DataError, match="2 configurations"):  # a frame pooled elsewhere: summarize refuses too
+        summarize(pd.DataFrame(_cell_rows("aaaa11112222", 0.0) + _cell_rows("bbbb33334444", 10.0)))
+
+    capsys.readouterr()
+    assert main(["report", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert "aaaa11112222" in err and "bbbb33334444" in err
+    assert main(["report", str(tmp_path), "--hash", "nope"]) == 2
+    assert "no rows of config hash nope" in capsys.readouterr().err
+
+
+def test_hash_selects_one_configuration(tmp_path, capsys):
+    from spl_bench.report.tables import paper_table, read_results
+    from spl_bench.runner.cli import main
+
+    _mixed_folders(tmp_path)
+    for chosen, mean in (("bbbb33334444", 11.0), ("aaaa", 1.0)):  # a full hash or a unique prefix
+        frame = read_results([tmp_path], config_hash=chosen)
+        d = frame[frame.dataset == "d"]
+        assert set(d.config_hash) == {chosen if len(chosen) == 12 else "aaaa11112222"}
+        assert set(frame[frame.dataset == "d2"].config_hash) == {"cccc55556666"}  # other cells kept
+        table = paper_table(summarize(frame)).set_index("dataset")
+        assert table.loc["d", "runs"] == 3 and table.loc["d", "acs"].startswith(f"{mean:.3f} ± ")
+    capsys.readouterr()
+    assert main(["report", str(tmp_path), "--hash", "bbbb", "--out", str(tmp_path / "out"), "--no-figure"]) == 0
+    written = pd.read_csv(tmp_path / "out" / "table.csv").set_index("dataset")
+    assert written.loc["d", "runs"] == 3 and written.loc["d", "acs"] == "11.000 ± 1.000"

@@ -201,3 +201,99 @@ def test_save_paths_writes_the_paths_the_selection_used(tmp_path):
         assert len(list(run_dir.glob("op_theta_C=*.npz"))) == 2
         res = OutlierPathResult.load(run_dir / f"op_theta_C={cand['C']:g}.npz")
         assert np.min(np.abs(res.params - cand["theta"])) <= 1e-12
+
+
+# ----------------------------------------------------------------------------- one configuration per folder
+def _run_with_configs(config_path, tmp_path, monkeypatch, *overrides: str) -> int:
+    """``spl-bench run`` over another copy of ``configs/`` (a config file edited between two runs)."""
+    import hydra
+
+    from spl_bench.runner.app import task
+
+    monkeypatch.setattr(sys, "argv", ["spl-bench run", f"results_root={tmp_path}", *QUICK, *overrides])
+    try:
+        hydra.main(version_base="1.3", config_path=str(config_path), config_name="config")(task)()
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return 0
+
+
+def test_changed_config_default_is_refused_then_replaced(tmp_path, monkeypatch, capsys):
+    """A default edited in a config file, the same command rerun: refused, never pooled.
+
+    ``replace_stale=true`` then moves the old rows aside and runs the new configuration.
+    """
+    import shutil
+
+    from spl_bench.paths import config_dir
+
+    args = ("method=original",)
+    assert cli(tmp_path, *args) == 0
+    folder = tmp_path / "default" / "method=original"
+    (old_hash,) = [d.name for d in (folder / "rows").iterdir()]
+    first = pd.read_csv(folder / "results.csv")
+    edited = tmp_path / "configs"
+    shutil.copytree(config_dir(), edited)
+    lasso = edited / "model" / "lasso.yaml"
+    lasso.write_text(lasso.read_text().replace("alpha: 0.005", "alpha: 0.05"))
+    capsys.readouterr()
+
+    assert _run_with_configs(edited, tmp_path, monkeypatch, *args) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    flat = " ".join(err.split())
+    assert "already holds rows of another configuration" in flat
+    assert f"config hash {old_hash} (3 run files, newest " in flat
+    assert "differs in model.params.alpha: 0.005 there, 0.05 now" in flat
+    assert "replace_stale=true" in flat
+    assert [d.name for d in (folder / "rows").iterdir()] == [old_hash]  # nothing added
+    pd.testing.assert_frame_equal(pd.read_csv(folder / "results.csv"), first)
+
+    assert _run_with_configs(edited, tmp_path, monkeypatch, *args, "replace_stale=true") == 0
+    (new_hash,) = [d.name for d in (folder / "rows").iterdir()]
+    assert new_hash != old_hash
+    assert sorted(p.name for p in (folder / "rows_stale" / old_hash).glob("run-*.csv")) == [
+        "run-000.csv", "run-001.csv", "run-002.csv"]  # fmt: skip
+    now = pd.read_csv(folder / "results.csv")
+    assert set(now.config_hash) == {new_hash} and sorted(now.seed.unique()) == [0, 1, 2]
+    # the report sees one configuration: no "runs 6"
+    table = paper_table(summarize(read_results([tmp_path / "default"])))
+    assert list(table["runs"]) == [3]
+
+
+def test_replace_stale_must_be_a_boolean(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli(tmp_path, "method=original", "replace_stale=maybe")
+    assert exc.value.code == 2
+    assert "replace_stale must be true or false" in capsys.readouterr().err
+
+
+def test_results_csv_follows_the_row_files(tmp_path):
+    """Deleted, or one seed behind after a kill: results.csv is rebuilt from rows/ when read."""
+    assert cli(tmp_path, "method=original") == 0
+    folder = tmp_path / "default" / "method=original"
+    rows = sorted(folder.glob("rows/*/run-*.csv"))
+    from_rows = pd.concat([pd.read_csv(f) for f in rows], ignore_index=True)
+    # a kill between a row file and the summary: results.csv lacks the last seed
+    pd.read_csv(folder / "results.csv").query("seed < 2").to_csv(folder / "results.csv", index=False)
+    got = read_results([tmp_path])
+    pd.testing.assert_frame_equal(got, from_rows)
+    pd.testing.assert_frame_equal(pd.read_csv(folder / "results.csv"), from_rows)
+    # deleted: the folder still reads (folder or results.csv path), and the file comes back
+    (folder / "results.csv").unlink()
+    pd.testing.assert_frame_equal(read_results([folder]), from_rows)
+    pd.testing.assert_frame_equal(pd.read_csv(folder / "results.csv"), from_rows)
+    pd.testing.assert_frame_equal(read_results([folder / "results.csv"]), from_rows)
+    assert main(["report", str(tmp_path)]) == 0
+
+
+def test_no_override_run_has_its_own_folder(tmp_path):
+    """runs/<exp>/_default/ holds the no-override run; runs/<exp>/ only holds run folders."""
+    assert main(["run", f"results_root={tmp_path}", "protocol.n_runs=1", "progress=false", "print_table=false"]) == 0
+    assert cli(tmp_path, "method=original") == 0
+    exp = tmp_path / "default"
+    assert sorted(p.name for p in exp.iterdir()) == ["_default", "method=original"]
+    assert not (exp / "results.csv").exists() and not (exp / "rows").exists()
+    own = read_results([exp / "_default"])
+    assert set(own.method) == {"acs"} and sorted(own.seed.unique()) == [0]
+    assert set(read_results([exp]).method) == {"acs", "original"}

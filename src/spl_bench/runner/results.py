@@ -217,7 +217,8 @@ class RowStore:
         ``replace_stale``: then each ``rows/<hash>/`` is moved to ``rows_stale/<hash>/`` (with a
         time suffix if that exists), together with ``paths/`` (fitted paths of the old runs),
         and ``results.csv`` is rebuilt.  Returns the folders moved.  The hashed config is written
-        to ``rows/<hash>/config.json`` so a later refusal can say what differs.
+        to ``rows/<hash>/config.json`` (with the first row file, so a failed first run leaves
+        nothing) so a later refusal can say what differs.
         """
         others = self.others()
         moved: list[Path] = []
@@ -234,15 +235,19 @@ class RowStore:
             paths = self.run_dir / "paths"
             if paths.is_dir():
                 os.replace(paths, target / "paths")
-        if self.identity is not None and not (self.rows_dir / "config.json").is_file():
-            self.rows_dir.mkdir(parents=True, exist_ok=True)
-            text = json.dumps(self.identity, sort_keys=True, indent=1, default=str)
-            fd, tmp = tempfile.mkstemp(dir=self.rows_dir, prefix=".config.json.", suffix=".tmp")
-            with os.fdopen(fd, "w") as fh:
-                fh.write(text + "\n")
-            os.replace(tmp, self.rows_dir / "config.json")
         write_summary(self.run_dir)
         return moved
+
+    def _write_identity(self) -> None:
+        """``rows/<hash>/config.json``: the hashed config, written with the first row file."""
+        if self.identity is None or (self.rows_dir / "config.json").is_file():
+            return
+        self.rows_dir.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(self.identity, sort_keys=True, indent=1, default=str)
+        fd, tmp = tempfile.mkstemp(dir=self.rows_dir, prefix=".config.json.", suffix=".tmp")
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text + "\n")
+        os.replace(tmp, self.rows_dir / "config.json")
 
     def write(self, run: int, rows: list[dict[str, Any]]) -> None:
         others = self.others()  # another process started a different configuration here meanwhile
@@ -253,6 +258,7 @@ class RowStore:
             if col not in frame.columns:
                 frame[col] = None
         extra = [c for c in frame.columns if c not in COLUMNS]
+        self._write_identity()
         atomic_write_csv(frame[COLUMNS + extra], self.path(run))
 
     def load(self) -> pd.DataFrame:
