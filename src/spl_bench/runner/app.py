@@ -22,6 +22,7 @@ from spl_bench.errors import ConfigError, SplBenchError, check_int, check_number
 from spl_bench.methods.base import SPLEstimator
 from spl_bench.models import get_model
 from spl_bench.paths import config_dir
+from spl_bench.progress import display_hook, with_progress
 from spl_bench.protocol import NoiseConfig, ProtocolConfig, RunOutcome, run_once
 from spl_bench.runner.results import RowStore, code_version, config_hash
 
@@ -222,8 +223,10 @@ def run_experiment(cfg: DictConfig, run_dir: Path) -> Path:
         console=console(), disable=not cfg.progress, transient=False,
     ) as bar:  # fmt: skip
         task = bar.add_task(label, total=protocol.n_runs, completed=protocol.n_runs - len(todo))
+        # progress inside each fit: the bar's description on a terminal, log lines otherwise
+        fit = with_progress(make, display_hook(label, bar, task, console()) if cfg.progress else None)
         for k in todo:
-            out = run_once(ds, make, protocol, noise, k, after_fit=writer)
+            out = run_once(ds, fit, protocol, noise, k, after_fit=writer)
             if not math.isfinite(out.value):
                 raise FloatingPointError(f"run {k} produced a non-finite metric")
             store.write(k, outcome_rows(cfg, ds, noise, out, h))
