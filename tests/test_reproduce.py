@@ -138,9 +138,7 @@ def _drift_cells() -> list[tuple[str, str]]:
         rows = cmp.load_ours(exp)
         if rows.empty:
             continue
-        seeds = rows[rows["seed"].isin([0, 1])]
-        full = seeds.groupby("cell")["seed"].nunique()
-        cand = seeds[seeds["cell"].isin(full[full == 2].index)]
+        cand = rows[rows["seed"].isin([0, 1])]
         if cand.empty:
             continue
         cheapest = cand.groupby("cell")["time_s"].mean().idxmin()
@@ -150,12 +148,12 @@ def _drift_cells() -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize("key,cell_id", _drift_cells())
 def test_reported_numbers_do_not_drift(key, cell_id, data_dir):
-    """Seeds 0-1 of one committed cell per table, rerun: a change that moves a published number fails here."""
+    """Seeds 0-1 (those committed) of one cell per table, rerun: a change that moves a published number fails here."""
     exp = cmp.TABLES[key][0]
     cell = next(c for c in rp.table_cells(key) if c.cell_id == cell_id)
     committed = cmp.load_ours(exp)
     committed = committed[committed["cell"] == cell_id]
-    for seed in (0, 1):
+    for seed in sorted(set(committed["seed"]) & {0, 1}):
         fresh = {r["metric"]: r["value"] for r in rp.run_seed(cell, seed)}
         for r in committed[committed["seed"] == seed].itertuples():
             assert fresh[r.metric] == pytest.approx(r.value, rel=1e-6, abs=1e-9), (
