@@ -32,7 +32,7 @@ class Recorder:
 
 
 def test_gaga_reports_increasing_age_and_same_fit(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(engine, "PROGRESS_INTERVAL", 0.0)  # every report passes the throttle
+    monkeypatch.setattr(engine, "PROGRESS_INTERVAL", 0.0)  # every report passes the throttles
     X, y = lasso_data()
     kw = dict(model="lasso", model_params={"alpha": 0.05}, sp="linear", lam_min=0.5, lam_max=8.0, n_grid=20)
     plain = GAGA(**kw).fit(X, y)
@@ -53,6 +53,25 @@ def test_gaga_reports_increasing_age_and_same_fit(monkeypatch: pytest.MonkeyPatc
     assert plain.candidate_params_ == hooked.candidate_params_
 
 
+def test_gaga_engine_reports_from_inside_long_segments(monkeypatch: pytest.MonkeyPatch) -> None:
+    from spl_bench.gaga import age_path
+
+    X, y = lasso_data()
+    seen: list[tuple[float, int]] = []
+
+    def note(lam: float, k: int) -> None:
+        seen.append((lam, k))
+
+    monkeypatch.setattr(engine, "PROGRESS_INTERVAL", 0.0)
+    path = age_path(X, y, model="lasso", lam_range=(0.5, 8.0), alpha=0.05, progress=note)
+    n_segments = int(path.segment.max()) + 1
+    assert len(seen) > n_segments  # solver steps report too, not only the ends of segments
+    monkeypatch.setattr(engine, "PROGRESS_INTERVAL", 3600.0)
+    seen.clear()
+    age_path(X, y, model="lasso", lam_range=(0.5, 8.0), alpha=0.05, progress=note)
+    assert len(seen) <= n_segments + 1  # throttled: the ends of segments (and the first step) only
+
+
 def test_gaga_engine_throttles_by_time() -> None:
     X, y = lasso_data()
     rec = Recorder()
@@ -60,7 +79,7 @@ def test_gaga_engine_throttles_by_time() -> None:
     t0 = time.monotonic()
     est.fit(X, y)
     seconds = time.monotonic() - t0
-    # the first report, one per PROGRESS_INTERVAL at most, and the final one
+    # the estimator's reports: the first, one per PROGRESS_INTERVAL at most, and the final one
     assert 1 <= len(rec.calls) <= 2 + seconds / engine.PROGRESS_INTERVAL
     assert len(rec.calls) < len(est.path_.lambdas) / 2  # far fewer than the recorded points
     assert rec.calls[-1][1]["lam"] == pytest.approx(8.0)

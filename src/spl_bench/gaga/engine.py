@@ -142,7 +142,8 @@ ACS_SKIP_MIN = 3
 ODE_SOLVERS: dict[str, type[OdeSolver]] = {"LSODA": LSODA, "BDF": BDF, "RK45": RK45, "DOP853": DOP853}
 #: accepted values of ``EngineOptions.method``
 ODE_METHODS = ("auto", *ODE_SOLVERS)
-#: seconds between two calls of the ``progress`` callback of :func:`age_path` (the last one is always made)
+#: seconds between two calls of the ``progress`` callback of :func:`age_path` from inside a segment
+#: (the call at the end of every segment is always made)
 PROGRESS_INTERVAL = 0.25
 
 
@@ -523,7 +524,7 @@ class _Tracker:
         repeats = 0
         while lam < lam_max and len(self.events) < o.max_events:
             lam = self.segment(lam, lam_max)
-            self.report(min(lam, lam_max))
+            self.report(min(lam, lam_max), force=True)
             if self.events:
                 ev = self.events[-1]["lam"]
                 repeats = repeats + 1 if ev - last_event <= 1e-12 * max(1.0, ev) else 0
@@ -535,12 +536,12 @@ class _Tracker:
                     self.seg += 1
                     self.record(lam, "after")
                     repeats = 0
-        self.report(min(lam, lam_max), force=True)
 
     def report(self, lam: float, force: bool = False) -> None:
         """Call ``progress`` with the furthest age reached and the critical points so far.
 
-        At most once per ``PROGRESS_INTERVAL`` seconds unless ``force``; reads the state only.
+        At most once per ``PROGRESS_INTERVAL`` seconds unless ``force`` (the end of a segment; a
+        long segment without critical points reports from its solver steps); reads the state only.
         """
         if self.progress is None:
             return

@@ -7,13 +7,14 @@ every critical point) plus ``n_grid`` ages through the dense output
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from spl_bench.errors import ConfigError, check_positive
-from spl_bench.gaga import AgePath, EngineOptions, age_path
+from spl_bench.gaga import AgePath, EngineOptions, age_path, engine
 from spl_bench.methods.base import Array, SPLEstimator
 from spl_bench.models import Params
 
@@ -93,8 +94,14 @@ class GAGA(SPLEstimator):
                              acs_extrapolate=bool(self.acs_extrapolate),
                              svm_active_set=bool(self.svm_active_set), acs_skip=bool(self.acs_skip))
 
-        def report(lam: float, n_critical: int) -> None:
-            self._progress("gaga", lam=lam, lam_min=lam_min, lam_max=lam_max, n_critical=n_critical)
+        interval, next_at = engine.PROGRESS_INTERVAL, -np.inf
+
+        def report(lam: float, n_critical: int) -> None:  # a few times per second, and at lam_max
+            nonlocal next_at
+            now = time.monotonic()
+            if now >= next_at or lam >= lam_max:
+                next_at = now + interval
+                self._progress("gaga", lam=lam, lam_min=lam_min, lam_max=lam_max, n_critical=n_critical)
 
         hooked = getattr(self, "_progress_hook", None) is not None
         path = age_path(X, y, model=self.model_, sp=self._make_sp(), lam_range=(lam_min, lam_max),
