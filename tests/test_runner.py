@@ -297,3 +297,25 @@ def test_no_override_run_has_its_own_folder(tmp_path):
     own = read_results([exp / "_default"])
     assert set(own.method) == {"acs"} and sorted(own.seed.unique()) == [0]
     assert set(read_results([exp]).method) == {"acs", "original"}
+
+
+def test_path_and_run_prepare_the_same_data(tmp_path, capsys):
+    """`spl-bench path` fits the path `spl-bench run method=gaga` fits in run 0 (one protocol preparation)."""
+    import json
+
+    import pandas as pd
+
+    from spl_bench.runner.cli import main
+
+    assert main(["run", f"results_root={tmp_path / 'r'}", "method=gaga", "data=diabetes", "protocol.n_runs=1",
+                 "method.lam_max=3", "progress=false", "print_table=false"]) == 0  # fmt: skip
+    rows = pd.concat(pd.read_csv(p) for p in (tmp_path / "r").rglob("results.csv")).set_index("metric")
+    capsys.readouterr()
+    assert main(["path", "data=diabetes", "lam_max=3", f"out={tmp_path / 'p'}", "progress=false"]) == 0
+    summary = json.loads((tmp_path / "p" / "diabetes_lasso_linear_summary.json").read_text())
+    assert summary["turning"] == rows.loc["gen_error", "n_critical_turning"]
+    assert summary["jump"] == rows.loc["gen_error", "n_critical_jump"]
+    assert summary["n_restarts"] == rows.loc["gen_error", "n_restarts"]
+    # run chooses among more candidates (every critical point + 400 ages) than path's 300-age grid
+    best_run = rows.loc["selection_gen_error", "value"]
+    assert best_run - 1e-12 <= summary["validation_error"] <= best_run + 1e-3

@@ -119,25 +119,9 @@ def run_once(
     ``after_fit(estimator, run)``, when given, is called right after the fit (the runner
     uses it to write path files).
     """
-    tr, te = split_indices(ds.n_samples, run, protocol.splits, protocol.base_seed, protocol.test_size)
-    if protocol.noise_scope == "all":
-        y_all, idx_all = noisy_labels_all_rows(ds, noise, protocol.base_seed)
-        sc = scale_split(ds.X[tr], y_all[tr], ds.X[te], y_all[te], ds.task, protocol.scaling)
-        clean = scale_split(ds.X[tr], ds.y[tr], ds.X[te], ds.y[te], ds.task, protocol.scaling)
-        X_tr, y_tr = sc.X_train, sc.y_train
-        n_noisy_train = int(np.isin(tr, idx_all).sum())
-    else:
-        sc = scale_split(ds.X[tr], ds.y[tr], ds.X[te], ds.y[te], ds.task, protocol.scaling)
-        clean = None
-        rng = np.random.default_rng([protocol.base_seed, run])
-        noisy = inject_noise(sc.X_train, sc.y_train, ds.task, noise.kind, noise.rate, rng, **noise.options)
-        X_tr, y_tr = noisy.X, noisy.y
-        n_noisy_train = len(noisy.idx)
-    if protocol.selection == "validation":
-        fit, val = validation_split(len(y_tr), protocol.val_size, protocol.base_seed + run)
-        X_fit, y_fit, X_sel, y_sel = X_tr[fit], y_tr[fit], X_tr[val], y_tr[val]
-    else:
-        X_fit, y_fit, X_sel, y_sel = X_tr, y_tr, sc.X_test, sc.y_test
+    prep = prepare_run(ds, protocol, noise, run)
+    X_fit, y_fit, X_sel, y_sel, sc, clean = prep.X_fit, prep.y_fit, prep.X_sel, prep.y_sel, prep.scaled, prep.clean
+    te, n_noisy_train = prep.test_idx, prep.n_corrupted
 
     est = make_estimator()
     t0 = time.perf_counter()
@@ -199,3 +183,46 @@ def noisy_labels_all_rows(ds: Dataset, noise: NoiseConfig, base_seed: int) -> tu
     rng = np.random.default_rng([base_seed])
     noisy = inject_noise(X, ds.y, ds.task, noise.kind, noise.rate, rng, **noise.options)
     return noisy.y, noisy.idx
+
+
+@dataclass
+class PreparedRun:
+    """The data of run ``k`` as the protocol prepares it (steps 1-4 of the module doc)."""
+
+    X_fit: np.ndarray
+    y_fit: np.ndarray
+    X_sel: np.ndarray  # the selection split: validation rows, or the test rows with selection=test
+    y_sel: np.ndarray
+    scaled: Any  # the scaled train / test split (``data.preprocess.Scaled``), test labels as scored
+    clean: Any  # with noise_scope=all: the same split with the clean labels, else None
+    test_idx: np.ndarray
+    n_corrupted: int
+
+
+def prepare_run(ds: Dataset, protocol: ProtocolConfig, noise: NoiseConfig, run: int) -> PreparedRun:
+    """Split, scale, corrupt and hold out the selection rows of run ``run``.
+
+    The one preparation shared by ``spl-bench run`` (:func:`run_once`), ``spl-bench path``
+    and the scripts, so one configuration gives the same numbers everywhere.
+    """
+    tr, te = split_indices(ds.n_samples, run, protocol.splits, protocol.base_seed, protocol.test_size)
+    if protocol.noise_scope == "all":
+        y_all, idx_all = noisy_labels_all_rows(ds, noise, protocol.base_seed)
+        sc = scale_split(ds.X[tr], y_all[tr], ds.X[te], y_all[te], ds.task, protocol.scaling)
+        clean = scale_split(ds.X[tr], ds.y[tr], ds.X[te], ds.y[te], ds.task, protocol.scaling)
+        X_tr, y_tr = sc.X_train, sc.y_train
+        n_noisy_train = int(np.isin(tr, idx_all).sum())
+    else:
+        sc = scale_split(ds.X[tr], ds.y[tr], ds.X[te], ds.y[te], ds.task, protocol.scaling)
+        clean = None
+        rng = np.random.default_rng([protocol.base_seed, run])
+        noisy = inject_noise(sc.X_train, sc.y_train, ds.task, noise.kind, noise.rate, rng, **noise.options)
+        X_tr, y_tr = noisy.X, noisy.y
+        n_noisy_train = len(noisy.idx)
+    if protocol.selection == "validation":
+        fit, val = validation_split(len(y_tr), protocol.val_size, protocol.base_seed + run)
+        X_fit, y_fit, X_sel, y_sel = X_tr[fit], y_tr[fit], X_tr[val], y_tr[val]
+    else:
+        X_fit, y_fit, X_sel, y_sel = X_tr, y_tr, sc.X_test, sc.y_test
+
+    return PreparedRun(X_fit, y_fit, X_sel, y_sel, sc, clean, te, n_noisy_train)

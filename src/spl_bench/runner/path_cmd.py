@@ -3,11 +3,14 @@
 Usage (``key=value`` arguments, Hydra-style names)::
 
     spl-bench path model=lasso sp=linear data=diabetes [alpha=0.005] [C=1] [gamma=0.5]
-                   [sp_gamma=0.5] [lam_min=0.1] [lam_max=20] [seed=40] [out=results/path]
-                   [ode_method=auto] [progress=true]
+                   [sp_gamma=0.5] [lam_min=0.1] [lam_max=20] [seed=40] [run=0]
+                   [noise_rate=0.3] [noise_kind=auto] [out=results/path] [ode_method=auto] [progress=true]
 
-The data are split train:test 3:1 (seed), 20 % of the training rows held out for
-validation, features (and a regression target) standardised on the training rows.
+The data are prepared exactly as run ``run`` of ``spl-bench run`` with the default protocol
+(:func:`spl_bench.protocol.run.prepare_run`: 3:1 split seeded ``seed + run``, scaling on the
+training rows, ``noise_rate`` of the training rows corrupted by ``noise_kind`` — ``auto``:
+label flips or target replacement by task — and 20 % of them held out for validation), so
+the path is the one ``spl-bench run method=gaga`` fits in that run.
 Writes ``<out>/<data>_<model>_<sp>.npz`` (:meth:`AgePath.save`), ``*_agepath.png``
 (paper Fig. 2), ``*_learning_curve.png`` (Fig. 1) and ``*_critical.png`` (Fig. 6).
 """
@@ -18,14 +21,13 @@ import json
 from pathlib import Path
 
 import numpy as np
-from sklearn.model_selection import train_test_split
 
 from spl_bench.errors import ConfigError, check_int, check_number, unknown_key
 
 MODEL_KEYS = {"lasso": ("alpha",), "logistic": ("C",), "svm": ("C", "kernel", "gamma")}
 #: every key ``spl-bench path`` understands; anything else is refused (a typo must not be ignored)
-KEYS = ("model", "sp", "data", "alpha", "C", "kernel", "gamma", "sp_gamma", "lam_min", "lam_max", "seed", "out",
-        "ode_method", "progress")  # fmt: skip
+KEYS = ("model", "sp", "data", "alpha", "C", "kernel", "gamma", "sp_gamma", "lam_min", "lam_max", "seed", "run",
+        "noise_rate", "noise_kind", "out", "ode_method", "progress")  # fmt: skip
 
 
 def _parse(argv: list[str]) -> dict[str, str]:
@@ -51,10 +53,12 @@ def _num(k: str, v: str) -> float | str:
 
 def main(argv: list[str]) -> int:
     from spl_bench.data.loaders import load_dataset
-    from spl_bench.data.preprocess import scale_split
     from spl_bench.gaga import EngineOptions, age_path
     from spl_bench.gaga.plots import plot_age_path, plot_critical_histogram, plot_learning_curve
     from spl_bench.models import Params, get_model
+    from spl_bench.protocol import NoiseConfig, ProtocolConfig
+    from spl_bench.protocol.run import prepare_run
+    from spl_bench.runner.app import AUTO_NOISE
 
     a = _parse(argv)
     model = a.get("model", "lasso")
@@ -81,13 +85,14 @@ def main(argv: list[str]) -> int:
     out = Path(a.get("out", "results/path"))
     check_output_folder("out=", str(out))
 
+    run = check_int("run", a.get("run", "0"), minimum=0)
+    rate = check_number("noise_rate", a.get("noise_rate", 0.3))
     ds = load_dataset(data)
-    Xtr, Xte, ytr, yte = train_test_split(ds.X, ds.y, test_size=0.25, random_state=seed)
-    Xtr, Xva, ytr, yva = train_test_split(Xtr, ytr, test_size=0.2, random_state=seed)
-    s1 = scale_split(Xtr, ytr, np.vstack([Xva, Xte]), np.concatenate([yva, yte]), ds.task)
-    Xtr, ytr = s1.X_train, s1.y_train
-    Xva, Xte = s1.X_test[: len(yva)], s1.X_test[len(yva):]
-    yva, yte = s1.y_test[: len(yva)], s1.y_test[len(yva):]
+    kind = a.get("noise_kind", "auto")
+    noise = NoiseConfig(AUTO_NOISE[ds.task] if kind == "auto" else kind, rate)
+    prep = prepare_run(ds, ProtocolConfig(base_seed=seed), noise, run)
+    Xtr, ytr, Xva, yva = prep.X_fit, prep.y_fit, prep.X_sel, prep.y_sel
+    Xte, yte = prep.scaled.X_test, prep.scaled.y_test
 
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
