@@ -36,13 +36,15 @@ def main() -> int:
                     help="give a cell no new seed once its measured seconds per run exceed this (reduced runs)")
     ap.add_argument("--plan", action="store_true", help="print every cell: runs done / left and an ETA; run nothing")
     ap.add_argument("--report-only", action="store_true", help="write the tables from the committed rows; run nothing")
+    ap.add_argument("--variant", default="", choices=["", *rp.VARIANTS],
+                    help="run the cells under a protocol variant (authors: the GAGA authors' noise); rows kept apart")
     ap.add_argument("--smoke", action="store_true", help="regenerate the drift-check reference")
     args = ap.parse_args()
 
     if args.smoke:
         return _smoke()
     try:
-        cells = [c for t in args.tables for c in rp.table_cells(t, args.methods, args.data)]
+        cells = [c for t in args.tables for c in rp.table_cells(t, args.methods, args.data, args.variant)]
         if args.report_only:
             # the index follows the configs: rows written by several machines / worktrees merge here
             rp.refresh_index(rp.cell_states(cells))

@@ -159,3 +159,17 @@ def test_reported_numbers_do_not_drift(key, cell_id, data_dir):
             assert fresh[r.metric] == pytest.approx(r.value, rel=1e-6, abs=1e-9), (
                 f"{exp} {cell_id} seed {seed} {r.metric}: committed {r.value}, now {fresh[r.metric]}"
             )
+
+
+def test_authors_variant_composes_the_authors_noise():
+    cls = rp.table_cells("2", ["original"], ["pendigits"], "authors")[0]
+    assert cls.rows_name == "gaga_table2@authors"
+    cfg = rp.compose_cell(cls)
+    assert cfg.noise.kind == "near_boundary_flip" and cfg.noise.options.count == "pool"
+    assert cfg.protocol.noise_scope == "all" and cfg.noise.rate == 0.3
+    reg = rp.compose_cell(rp.table_cells("2", ["original"], ["music"], "authors")[0])
+    assert reg.noise.kind == "gaussian_shift" and reg.protocol.noise_scope == "train"
+    base = rp.table_cells("2", ["original"], ["pendigits"])[0]
+    assert rp.cell_hash(cfg) != rp.cell_hash(rp.compose_cell(base))
+    with pytest.raises(Exception, match="variant"):
+        rp.table_cells("2", variant="nope")

@@ -59,6 +59,12 @@ class Cell:
     table: str
     experiment: str
     overrides: tuple[str, ...]
+    variant: str = ""  # a key of VARIANTS: the same cell under another protocol
+
+    @property
+    def rows_name(self) -> str:
+        """Folder of the cell's rows: ``<experiment>`` or ``<experiment>@<variant>``."""
+        return f"{self.experiment}@{self.variant}" if self.variant else self.experiment
 
     @property
     def cell_id(self) -> str:
@@ -68,7 +74,19 @@ class Cell:
 
     @property
     def label(self) -> str:
-        return f"{self.experiment} {self.cell_id}"
+        return f"{self.rows_name} {self.cell_id}"
+
+
+#: protocol variants of a table, by task: the overrides that turn our protocol into the authors'
+VARIANTS: dict[str, dict[str, tuple[str, ...]]] = {
+    # the GAGA authors' noise (docs/protocol.md, Fidelity): classification labels flipped near a
+    # linear SVM's hyperplane, rate x pool size rows, before the split (test labels noisy);
+    # regression: N(0.2, 3^2) added to the features and target of the training rows
+    "authors": {
+        "classification": ("noise=near_boundary_flip", "noise.options.count=pool", "protocol.noise_scope=all"),
+        "regression": ("noise=gaussian_shift",),
+    },
+}
 
 
 def _sweep_params(experiment: str) -> dict[str, list[str]]:
@@ -82,8 +100,15 @@ def _sweep_params(experiment: str) -> dict[str, list[str]]:
     return {str(k): [v.strip() for v in str(val).split(",")] for k, val in params.items()}
 
 
-def table_cells(table: str, methods: Iterable[str] | None = None, data: Iterable[str] | None = None) -> list[Cell]:
-    """Every cell of ``table`` (a key of :data:`TABLES`), optionally only some methods / datasets."""
+def table_cells(
+    table: str, methods: Iterable[str] | None = None, data: Iterable[str] | None = None, variant: str = ""
+) -> list[Cell]:
+    """Every cell of ``table`` (a key of :data:`TABLES`), optionally only some methods / datasets.
+
+    ``variant``: a key of :data:`VARIANTS` (the cells under that protocol, rows kept apart).
+    """
+    if variant and variant not in VARIANTS:
+        raise ConfigError(f"unknown variant {variant!r}; valid: {', '.join(VARIANTS)}")
     if table not in TABLES:
         raise ConfigError(f"unknown table {table!r}; valid: {', '.join(TABLES)}")
     experiment = TABLES[table][0]
@@ -102,7 +127,7 @@ def table_cells(table: str, methods: Iterable[str] | None = None, data: Iterable
                 continue
             if keep_d and not _mentions_dataset(pairs, keep_d):
                 continue
-            out.append(Cell(table, experiment, tuple(f"{k}={v}" for k, v in pairs.items())))
+            out.append(Cell(table, experiment, tuple(f"{k}={v}" for k, v in pairs.items()), variant))
     return out
 
 
@@ -119,8 +144,12 @@ def compose_cell(cell: Cell, extra: Iterable[str] = ()) -> DictConfig:
     from hydra.core.global_hydra import GlobalHydra
 
     GlobalHydra.instance().clear()
+    base = [f"experiment={cell.experiment}", *cell.overrides]
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
-        cfg = compose("config", overrides=[f"experiment={cell.experiment}", *cell.overrides, *extra])
+        cfg = compose("config", overrides=[*base, *extra])
+        if cell.variant:
+            task = str(cfg.data.task)
+            cfg = compose("config", overrides=[*base, *VARIANTS[cell.variant][task], *extra])
     return cfg
 
 
@@ -157,7 +186,7 @@ def run_seed(cell: Cell, seed: int, extra: tuple[str, ...] = ()) -> list[dict[st
 
 
 def rows_file(cell: Cell, h: str, root: Path | None = None) -> Path:
-    return (root or rows_root()) / cell.experiment / f"{cell.cell_id}__{h}.csv"
+    return (root or rows_root()) / cell.rows_name / f"{cell.cell_id}__{h}.csv"
 
 
 def read_rows(path: Path) -> pd.DataFrame:
@@ -353,8 +382,8 @@ def run_tables(
 
 def refresh_index(states: list[CellState], root: Path | None = None) -> None:
     """Point every cell's index entry at its current configuration hash."""
-    for exp in sorted({st.cell.experiment for st in states}):
-        write_index(exp, [_index_entry(st) for st in states if st.cell.experiment == exp], root)
+    for exp in sorted({st.cell.rows_name for st in states}):
+        write_index(exp, [_index_entry(st) for st in states if st.cell.rows_name == exp], root)
 
 
 def record_failure(cell: Cell, seed: int, reason: str, root: Path | None = None) -> Path:
