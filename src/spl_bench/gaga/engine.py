@@ -965,8 +965,8 @@ def age_path(
         Recorded points (solver steps, and every critical point just before and
         after), events, restarts and Hermite dense output ``at(lam)``.
     """
+    from spl_bench.checks import check_finite_X
     from spl_bench.errors import ConfigError, DataError
-    from spl_bench.methods.base import check_finite_X
     from spl_bench.models import get_model
     from spl_bench.sp import get_sp
 

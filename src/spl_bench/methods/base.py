@@ -41,25 +41,13 @@ from sklearn.utils import ClassifierTags, RegressorTags, Tags
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
+from spl_bench.checks import check_finite_X  # defined below the layers (gaga uses it too); importable from here
 from spl_bench.errors import DataError, SplBenchError
 from spl_bench.models import Model, Params, get_model
 from spl_bench.progress import ProgressHook
 from spl_bench.sp import SPRegularizer, get_sp
 
 Array = NDArray[np.float64]
-
-
-def check_finite_X(X: ArrayLike) -> Array:
-    """Return ``X`` as a 2-D float array; raise a clear error on NaN/inf or empty input."""
-    X = np.asarray(X, dtype=float)
-    if X.ndim != 2:
-        raise DataError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
-    if X.shape[0] == 0:
-        raise DataError("X has no rows (empty split?)")
-    if not np.all(np.isfinite(X)):
-        bad = int((~np.isfinite(X)).sum())
-        raise DataError(f"X contains {bad} NaN or infinite value(s); clean or impute the data first")
-    return X
 
 
 def _as_data_error(call: Callable[[], Any]) -> Any:
