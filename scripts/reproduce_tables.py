@@ -75,7 +75,7 @@ def _smoke() -> int:
     import tempfile
 
     from spl_bench.paths import repo_root
-    from spl_bench.report.drift import run_smoke
+    from spl_bench.runner.smoke import run_smoke
 
     with tempfile.TemporaryDirectory() as tmp:
         frame = run_smoke(tmp)

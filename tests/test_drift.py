@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 
 from spl_bench.paths import repo_root
-from spl_bench.report.drift import SMOKE_CASES, compare, reference_rows_like, run_smoke
+from spl_bench.report.drift import compare, reference_rows_like
+from spl_bench.runner.smoke import SMOKE_CASES, run_smoke
 
 #: cases that take over ~20 s on 2 busy cores (GAGA's music path ~160 s, the outlier path ~30 s,
 #: pendigits ACS ~25 s): reproduction checks, run by ``make test-slow``; the rest stay in the default suite

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from spl_bench.errors import DataError
-from spl_bench.runner.results import read_run_folder, row_files
+from spl_bench.rowfiles import read_run_folder, row_files
 
 ROW_KEYS = ["experiment", "dataset", "noise", "model", "selection", "metric"]
 #: per-run counts of critical points by kind, written by path methods (GAGA)
