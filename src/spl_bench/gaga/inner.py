@@ -1,0 +1,307 @@
+"""Inner solvers of the ACS steps: the exact v-weighted fits for fixed weights ``v``.
+
+GAGA's warm starts and restarts (Algorithm 1), ACS and MOSPL all need the minimiser of the
+model's loss weighted by ``v`` (the ACS step for a fixed age).  Two exact active-set solvers
+live here, apart from the path systems of :mod:`spl_bench.gaga.systems` that use them:
+
+* :func:`weighted_lasso`: ``argmin_w 1/2 sum_i v_i (y_i - x_i^T w)^2 + lev ||w||_1``;
+* :class:`WeightedSVMDual`: the v-weighted kernel SVM dual on a fixed kernel, warm-started.
+
+Both return ``None`` when they do not converge; the caller then uses the model's solver.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from spl_bench.gaga.linalg import AnyFactor, Factor, KKTUpdate, MergedKKT, kkt_factor, kkt_matrix
+
+Array = NDArray[np.float64]
+
+
+def canonical_duplicates(labels: NDArray[np.intp] | None) -> NDArray[np.intp] | None:
+    """The representative (smallest index) of each sample's group of duplicates, from group labels."""
+    if labels is None:
+        return None
+    _, first = np.unique(labels, return_index=True)
+    return first[np.searchsorted(np.unique(labels), labels)]
+
+
+def weighted_lasso(X: Array, y: Array, v: Array, lev: float, w0: Array, max_iter: int = 500) -> Array | None:
+    """Exact ``argmin_w 1/2 sum_i v_i (y_i - x_i^T w)^2 + lev ||w||_1`` by an active-set method.
+
+    Warm-started from ``w0``: solve the equality system on the active set with fixed signs,
+    step back to the first coefficient that would change sign (and drop it), add the most
+    violating inactive coordinate, until the subgradient conditions hold to 1e-12.
+    Returns ``None`` if it does not converge (the caller then uses the model's solver).
+    """
+    d = X.shape[1]
+    w = np.array(w0, dtype=float)
+    vy = v * y
+    c0 = X.T @ vy
+    # the Gram matrix X^T V X only on the columns that are ever active (n k^2, not n d^2)
+    G = np.empty((d, d))
+    have = np.zeros(d, dtype=bool)
+
+    def gram(idx: NDArray[np.intp]) -> Array:
+        new = idx[~have[idx]]
+        if new.size:
+            known = np.flatnonzero(have)
+            XVn = X[:, new] * v[:, None]
+            G[np.ix_(new, new)] = X[:, new].T @ XVn
+            if known.size:
+                blk = X[:, known].T @ XVn
+                G[np.ix_(known, new)] = blk
+                G[np.ix_(new, known)] = blk.T
+            have[new] = True
+        return G[np.ix_(idx, idx)]
+
+    active = w != 0
+    sign = np.sign(w)
+    for n_round in range(max_iter):
+        # equality solve on the active set, dropping coordinates that would change sign
+        for _ in range(d + 1):
+            idx = np.flatnonzero(active)
+            if idx.size == 0:
+                break
+            try:
+                target = np.linalg.solve(gram(idx), c0[idx] - lev * sign[idx])
+            except np.linalg.LinAlgError:
+                return None
+            if not np.all(np.isfinite(target)):
+                return None
+            cur = w[idx]
+            bad = np.sign(target) != sign[idx]
+            if not np.any(bad):
+                w[idx] = target
+                break
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t = np.where(bad, cur / (cur - target), np.inf)
+            k = int(np.argmin(t))
+            tk = float(np.clip(t[k], 0.0, 1.0))
+            w[idx] = cur + tk * (target - cur)
+            w[idx[k]] = 0.0
+            active[idx[k]] = False
+            sign[idx[k]] = 0.0
+        corr = X.T @ (vy - v * (X @ w))  # X^T V r
+        viol = np.abs(corr) - lev
+        viol[active] = -np.inf
+        add = np.flatnonzero(viol > 1e-12 * lev)
+        if d == 0 or add.size == 0:
+            return w
+        if n_round > 3:  # after a few rounds add one coordinate at a time (no cycling)
+            add = add[[int(np.argmax(viol[add]))]]
+        active[add] = True
+        sign[add] = np.sign(corr[add])
+    return None
+
+
+class WeightedSVMDual:
+    """Exact warm-started active-set solver of the v-weighted SVM dual on a fixed kernel.
+
+    The ACS step of GAGA Algorithm 1 for the kernel SVM (section 4.1)::
+
+        min_a  1/2 a^T Q a - 1^T a   s.t.  0 <= a_i <= u_i = C v_i,   y^T a = 0.
+
+    With ``g = 1 - Q a - y b`` its KKT conditions are ``a_i = 0 => g_i <= 0``,
+    ``a_i = u_i => g_i >= 0`` and ``0 < a_i < u_i => g_i = 0``.  For a guess of the
+    free set ``Z`` and the upper-bound set ``P`` (every other sample at 0) the
+    solution is that of::
+
+        [Q_ZZ   y_Z] [a_Z]   [1 - Q_ZP u_P]
+        [y_Z^T   0 ] [ b ] = [  -y_P^T u_P ]
+
+    checked against every KKT condition; violators change sets and the system is
+    solved again (at most ``max_rounds`` times, else ``None``: the caller uses libsvm).
+    The matrix depends on ``Z`` only, and during ACS only ``u`` changes from one
+    iteration to the next while ``Z`` seldom does, so its factorisation is kept
+    (:class:`~spl_bench.gaga.linalg.Factor`: duplicated samples in ``Z`` are merged,
+    the minimum-norm split).  The sets of the latest solution are the next guess
+    when it is warm-started from that solution.
+    """
+
+    def __init__(self, Q: Array, y: Array, tol: float = 1e-9, max_rounds: int = 30,
+                 duplicates: NDArray[np.intp] | None = None) -> None:
+        self.Q = Q
+        self.y = y
+        self.duplicates = duplicates  # group label of each sample (identical x and y), if any
+        self.canon = canonical_duplicates(duplicates)
+        self.tol = tol
+        self.max_rounds = max_rounds
+        self._factor: tuple[bytes, AnyFactor, Array] | None = None  # (Z, its factor, Q[Z, :])
+        self._root: tuple[NDArray[np.intp], Factor] | None = None  # the latest LU (updated by KKTUpdate)
+        self._cols_P: tuple[bytes, Array] | None = None  # (P, Q[P, :])
+        self._last: tuple[Array, NDArray[np.bool_], NDArray[np.bool_]] | None = None  # (a, Z, P)
+        self.last_u: Array | None = None  # the box of the latest solution
+        self.n_fits = 0
+        self.n_fallbacks = 0
+
+    def fit(self, u: Array, a0: Array) -> tuple[Array, float, Array] | None:
+        """``(a, b, g)`` solving the dual with box ``[0, u]``, warm-started from ``a0``; or ``None``."""
+        self.n_fits += 1
+        live = u > 0
+        last = self._last
+        if last is not None and last[0] is a0:
+            Z, P = last[1] & live, last[2] & live
+        else:
+            scale = np.maximum(u, 1e-300)
+            Z = live & (a0 > 1e-8 * scale) & (a0 < (1.0 - 1e-8) * u)
+            P = live & ~Z & (a0 >= (1.0 - 1e-8) * u)
+        tol, tol_a = self.tol, self.tol * max(float(u.max(initial=0.0)), 1e-300)
+        Q, y = self.Q, self.y
+        seen: set[bytes] = set()
+        fresh = False  # the factor of this round's Z was made afresh after an inaccurate update
+        for rounds in range(self.max_rounds):
+            z = np.flatnonzero(Z)
+            if z.size == 0:
+                break
+            key = z.tobytes()
+            if self._factor is None or self._factor[0] != key:
+                fresh = False
+                Qz = Q[z]  # rows = columns (Q is symmetric); a row gather is a contiguous copy
+                self._factor = (key, self._kkt_factor(z), Qz)
+            fac, Qz = self._factor[1], self._factor[2]
+            p = np.flatnonzero(P)
+            pkey = p.tobytes()
+            if self._cols_P is None or self._cols_P[0] != pkey:
+                self._cols_P = (pkey, Q[p])  # a row gather: contiguous, unlike Q[:, p]
+            qP = u[p] @ self._cols_P[1]
+            sol = fac.solve(np.append(1.0 - qP[z], -float(y[p] @ u[p])))
+            a = np.zeros_like(u)
+            a[p] = u[p]
+            a[z] = sol[:-1]
+            b = float(sol[-1])
+            g = 1.0 - qP - sol[:-1] @ Qz - y * b
+            if not (np.isfinite(g).all() and np.isfinite(b)):
+                break
+            if float(np.abs(g[z]).max()) > tol or abs(float(y @ a)) > tol_a:
+                updated = isinstance(fac, KKTUpdate) or (isinstance(fac, MergedKKT) and fac.updated)
+                if updated and not fresh:  # an update not accurate enough: a new LU
+                    self._factor = (key, self._kkt_factor(z, update=False), Qz)
+                    fresh = True
+                    continue
+                break  # a singular system without an exact solution: libsvm decides
+            low = Z & (a < -tol_a)
+            high = Z & (a > u + tol_a)
+            N = live & ~Z & ~P
+            up = N & (g > tol)
+            down = P & (g < -tol)
+            if not (low.any() or high.any() or up.any() or down.any()):
+                a = np.clip(a, 0.0, u)
+                self._last = (a, Z, P)
+                self.last_u = u
+                return a, b, g
+            seen.add(key + np.flatnonzero(P).tobytes())
+            if rounds >= 2 and len(seen) <= rounds:  # a configuration came back: one index at a time
+                viol = np.zeros(Z.size)
+                viol[low] = -a[low] / tol_a * tol
+                viol[high] = (a[high] - u[high]) / tol_a * tol
+                viol[up] = g[up]
+                viol[down] = -g[down]
+                keep = np.zeros(Z.size, dtype=bool)
+                keep[int(np.argmax(viol))] = True
+                low, high, up, down = low & keep, high & keep, up & keep, down & keep
+            Z = (Z & ~low & ~high) | up | down
+            P = (P & ~down) | high
+        out = self._active_set_qp(u, a0)
+        if out is not None:
+            return out
+        self.n_fallbacks += 1
+        self._last = None
+        return None
+
+    def _active_set_qp(self, u: Array, a0: Array) -> tuple[Array, float, Array] | None:
+        """The same dual by a primal active-set method: the fallback of :meth:`fit` when its
+        guessed sets do not settle.
+
+        Guess-and-check moves every violator at once; from a poor guess it can wander without
+        end, and with a low-rank ``Q`` (a linear kernel: rank ``Q <= d``) its systems are singular
+        whenever more than ``d + 1`` samples are guessed free (on breast cancer with a linear
+        kernel it gave up on every fit of a warm start, and libsvm's inexact points then misled
+        the polish).  Here the iterates stay feasible (box and ``y^T a = 0``) and the objective
+        never increases: on the free set ``F`` the equality-constrained step solves
+        ``[Q_FF y_F; y_F^T 0] [p; mu] = [-grad_F; 0]``; if that system is singular and
+        inconsistent, the residual of its minimum-norm solution is a direction of zero curvature
+        and strictly decreasing objective (``Q_FF r = 0``, ``y_F^T r = 0``), followed to the box.
+        A blocking bound joins the working set; at a stationary point the bound with the most
+        violated sign condition (``a_i = 0`` needs ``g_i <= 0``, ``a_i = u_i`` needs ``g_i >= 0``,
+        ``b = mu``) leaves it.  ``None`` if it does not finish within its iterations.
+        """
+        Q, y = self.Q, self.y
+        n = u.size
+        live = u > 0
+        a = np.where(live, np.clip(a0, 0.0, u), 0.0)
+        s = float(y @ a)
+        if s != 0.0:  # feasible start: shrink the class with the larger sum (stays in the box)
+            cls = y * np.sign(s) > 0
+            tot = float(a[cls].sum())
+            a[cls] *= max(tot - abs(s), 0.0) / tot
+        tol = self.tol
+        scale_u = max(float(u.max(initial=0.0)), 1e-300)
+        at0 = live & (a <= 0.0)
+        atu = live & ~at0 & (a >= u)
+        a[at0], a[atu] = 0.0, u[atu]
+        b = 0.0
+        for _ in range(50 + 4 * n):
+            free = np.flatnonzero(live & ~at0 & ~atu)
+            Qa = Q @ a
+            if free.size == 0:
+                g0 = 1.0 - Qa
+                # b with g <= 0 on the samples at 0 and g >= 0 at u, as nearly as possible
+                lo_b = np.concatenate([g0[at0 & (y > 0)], -g0[atu & (y < 0)]])
+                hi_b = np.concatenate([g0[atu & (y > 0)], -g0[at0 & (y < 0)]])
+                lo, hi = float(lo_b.max(initial=-np.inf)), float(hi_b.min(initial=np.inf))
+                b = 0.5 * (lo + hi) if np.isfinite(lo + hi) else (lo if np.isfinite(lo) else
+                                                                     (hi if np.isfinite(hi) else 0.0))
+                stationary = True
+            else:
+                M = kkt_matrix(Q, y, free, 1.0)
+                rhs = np.append(1.0 - Qa[free], 0.0)
+                sol = Factor(M).solve(rhs)
+                r = rhs - M @ sol
+                consistent = float(np.abs(r).max()) <= 1e-9 * (1.0 + float(np.abs(rhs).max()))
+                p = sol[:-1] if consistent else r[:-1]
+                stationary = consistent and float(np.abs(p).max()) <= 1e-13 * scale_u
+                if consistent:
+                    b = float(sol[-1])
+                if not stationary:
+                    af, uf = a[free], u[free]
+                    with np.errstate(divide="ignore", invalid="ignore"):
+                        ratio = np.where(p < 0, af / -p, np.where(p > 0, (uf - af) / p, np.inf))
+                    k = int(np.argmin(ratio))
+                    alpha = float(ratio[k])
+                    if consistent and alpha >= 1.0:
+                        a[free] = af + p
+                        continue
+                    if not np.isfinite(alpha):
+                        return None
+                    a[free] = np.clip(af + alpha * p, 0.0, uf)
+                    i = free[k]
+                    if p[k] < 0:
+                        a[i], at0[i] = 0.0, True
+                    else:
+                        a[i], atu[i] = u[i], True
+                    continue
+            g = 1.0 - Qa - y * b
+            viol = np.zeros(n)
+            viol[at0] = g[at0]
+            viol[atu] = -g[atu]
+            k = int(np.argmax(viol))
+            if viol[k] <= tol:
+                if free.size and (float(np.abs(g[free]).max()) > tol or abs(float(y @ a)) > tol * scale_u):
+                    return None
+                a = np.clip(a, 0.0, u)
+                Z, P = live & ~at0 & ~atu, atu.copy()
+                self._last = (a, Z, P)
+                self.last_u = u
+                return a, b, g
+            at0[k] = atu[k] = False
+        return None
+
+    def _kkt_factor(self, z: NDArray[np.intp], update: bool = True) -> AnyFactor:
+        """The factor of ``[[Q_zz, y_z], [y_z^T, 0]]`` (:func:`~spl_bench.gaga.linalg.kkt_factor`):
+        an update of the latest LU (a set seldom changes by more than an index or two), else a
+        new LU (also with ``update=False``), which becomes the root of the next updates."""
+        fac, self._root = kkt_factor(self.Q, self.y, z, 1.0, self.canon, self._root if update else None)
+        return fac
