@@ -1,0 +1,132 @@
+"""The package's layers import one way only (issue 20): checked on the source with ``ast``.
+
+Layers, bottom to top::
+
+    (top-level helpers: errors, paths, progress, checks, rowfiles, _registry)
+    data  ->  models / sp  ->  gaga  ->  methods  ->  protocol  ->  runner / report
+
+Every ``import`` and ``from ... import`` of every module is read, also those inside functions
+and under ``if TYPE_CHECKING`` (a deferred import is still a dependency), and relative imports
+are resolved against the module's package.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import spl_bench
+
+PACKAGE = Path(spl_bench.__file__).resolve().parent
+LAYERS = ("data", "models", "sp", "gaga", "methods", "protocol", "runner", "report")
+
+#: layer -> the layers it must not import
+FORBIDDEN: dict[str, set[str]] = {
+    "data": {"models", "sp", "gaga", "methods", "protocol", "runner", "report"},
+    "models": {"gaga", "methods", "protocol", "runner", "report"},
+    "sp": {"gaga", "methods", "protocol", "runner", "report"},
+    "gaga": {"methods", "protocol", "runner", "report"},
+    "methods": {"protocol", "runner", "report"},
+    "protocol": {"runner", "report"},
+    "report": {"runner"},
+    # the shared helpers at the top of the package sit below every layer
+    "": set(LAYERS),
+}
+
+#: (importing module, imported module) pairs accepted despite the rules, each with its reason.
+#: Empty: every violation found (gaga -> methods.base, report -> runner.cli / runner.results)
+#: was fixed by moving code (spl_bench.checks, spl_bench.rowfiles, spl_bench.runner.smoke).
+ALLOWED: dict[tuple[str, str], str] = {}
+
+
+def module_name(path: Path) -> str:
+    parts = ("spl_bench", *path.relative_to(PACKAGE).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module ``path`` imports (absolute names), at any depth of the file."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                mod = ".".join([*base, node.module] if node.module else base)
+            else:
+                mod = node.module or ""
+            out.add(mod)
+            # ``from spl_bench import runner`` imports the subpackage runner
+            out.update(f"{mod}.{alias.name}" for alias in node.names if alias.name != "*")
+    return out
+
+
+def layer_of(module: str) -> str | None:
+    """The layer of a ``spl_bench`` module ('' for the top-level helpers), None outside the package."""
+    parts = module.split(".")
+    if parts[0] != "spl_bench" or len(parts) == 1:
+        return None
+    if parts[1] in LAYERS:
+        return parts[1]
+    # a top-level module (errors, paths, ...); a name imported from the package root that is
+    # neither a layer nor a module file (``from spl_bench import __version__``) is no layer
+    return "" if (PACKAGE / f"{parts[1]}.py").is_file() else None
+
+
+def violations() -> list[str]:
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        src = module_name(path)
+        here = layer_of(src)
+        if here is None:  # spl_bench/__init__.py: only the version and the docstring
+            continue
+        reported: list[str] = []
+        for mod in sorted(imported_modules(path)):
+            if any(mod.startswith(r + ".") for r in reported):  # ``from a.b import c``: a.b said it
+                continue
+            there = layer_of(mod)
+            if there is not None and there in FORBIDDEN.get(here, set()) and (src, mod) not in ALLOWED:
+                reported.append(mod)
+                found.append(f"{src} imports {mod} ({here or 'top level'} must not import {there})")
+    return found
+
+
+def test_every_layer_imports_one_way():
+    problems = violations()
+    assert not problems, "imports against the layers:\n" + "\n".join(problems)
+
+
+def test_allow_list_has_no_stale_entries():
+    """Every accepted exception is still an import somewhere (else remove it)."""
+    for src, mod in ALLOWED:
+        path = PACKAGE.joinpath(*src.split(".")[1:])
+        path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+        assert mod in imported_modules(path), f"stale allow-list entry {src} -> {mod}"
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("from spl_bench.methods.base import check_finite_X", "spl_bench.methods.base"),
+        ("def f():\n    from spl_bench.runner.cli import main", "spl_bench.runner.cli"),
+        ("import spl_bench.runner.results", "spl_bench.runner.results"),
+        ("from spl_bench import runner", "spl_bench.runner"),
+        ("from ..runner import cli", "spl_bench.runner"),
+    ],
+)
+def test_the_scan_sees_every_form_of_import(tmp_path, monkeypatch, code, expected):
+    """The checker itself: absolute, deferred, dotted, package-level and relative imports."""
+    fake = tmp_path / "spl_bench"
+    (fake / "gaga").mkdir(parents=True)
+    mod = fake / "gaga" / "x.py"
+    mod.write_text(code + "\n")
+    monkeypatch.setitem(globals(), "PACKAGE", fake)
+    assert expected in imported_modules(mod)
+    found = violations()
+    assert found and all(v.startswith("spl_bench.gaga.x imports") and "gaga must not import" in v for v in found)
