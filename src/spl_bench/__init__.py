@@ -2,7 +2,10 @@
 
 The package is layered, and imports only go one way::
 
-    data  ->  models / sp  ->  methods  ->  protocol  ->  runner / report
+    data  ->  models / sp  ->  gaga  ->  methods  ->  protocol  ->  report  ->  runner
+
+with the helper modules (``errors``, ``paths``, ``checks``, ``progress``, ``rowfiles``) below
+every layer; ``tests/test_layers.py`` enforces it.
 
 See ``docs/conventions.md`` for the objective conventions every method shares.
 """
