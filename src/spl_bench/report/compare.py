@@ -345,6 +345,9 @@ def bar_figure(cells: pd.DataFrame, title: str, path: Path) -> None:
             ax.bar(x[j] - 0.2, r["ours_mean"], 0.4, yerr=r["ours_std"], color=c, capsize=2)
             ax.bar(x[j] + 0.2, r["paper_mean"], 0.4, yerr=r["paper_std"], color="white", edgecolor=c,
                    hatch="///", capsize=2)  # fmt: skip
+        lows = pd.concat([grp["ours_mean"] - grp["ours_std"].fillna(0), grp["paper_mean"] - grp["paper_std"].fillna(0)])
+        if _higher_better(str(grp["metric"].iloc[0])) and lows.notna().any():
+            ax.set_ylim(bottom=max(0.0, float(lows.min()) - 0.05))  # accuracies: zoom onto the differences
         ax.set_xticks(x, methods, rotation=45, ha="right", fontsize=7)
         ax.set_title(f"{row} {param}".strip()[:40], fontsize=8)
         ax.tick_params(axis="y", labelsize=7)
