@@ -21,26 +21,14 @@ from pathlib import Path
 import pytest
 
 from spl_bench.paths import repo_root
+from spl_bench.report.paper import PAPER_COLUMNS
 
 PAPERS_DIR_ENV = "SPL_BENCH_PAPERS_DIR"
 GAGA_TXT = "gaga-age-path-neurips2022.txt"
 OP_MD = "outlier-path-robust-svm-icml2014.md"
 DSPL_MD = "dspl-distributed-spl-ijcai2018.md"
 
-COLUMNS = [
-    "paper",
-    "table",
-    "row",
-    "dataset",
-    "noise_rate",
-    "param",
-    "method",
-    "metric",
-    "mean",
-    "std",
-    "restarts",
-    "bold",
-]
+COLUMNS = list(PAPER_COLUMNS)  # the schema the loader declares; the files must follow it
 TABLES = [("gaga", t) for t in (2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)]
 TABLES += [("outlier_path", 2), ("outlier_path", 3), ("dspl", 2)]
 
