@@ -32,19 +32,16 @@ from omegaconf import DictConfig, OmegaConf
 from spl_bench.errors import ConfigError
 from spl_bench.paths import config_dir, repo_root
 from spl_bench.report.compare import TABLES
-from spl_bench.runner.results import atomic_write_csv
+from spl_bench.runner.results import COLUMNS, atomic_write_csv
 
 #: extra sweeps of a table beyond its config's sweeper (the C-SVM column of the Outlier-Path tables)
 EXTRA_SWEEPS: dict[str, list[dict[str, list[str]]]] = {
     "op2": [{"method": ["csvm"], "method.variant": ["-"]}],
     "op3": [{"method": ["csvm"], "method.variant": ["-"]}],
 }
-#: columns kept in the committed rows (the runner's tidy rows minus the bulky candidate dict)
-ROW_COLUMNS = [
-    "experiment", "dataset", "noise", "method", "model", "sp", "selection", "params", "seed", "metric",
-    "value", "lam", "time_s", "n_restarts", "n_train", "n_test", "n_corrupted", "info", "config_hash",
-    "code_version", "n_critical_turning", "n_critical_jump",
-]  # fmt: skip
+#: columns kept in the committed rows: the runner's tidy rows minus the bulky candidate dict, plus
+#: the exact-path methods' critical-point counts
+ROW_COLUMNS = [c for c in COLUMNS if c != "candidate"] + ["n_critical_turning", "n_critical_jump"]
 
 
 def rows_root() -> Path:
