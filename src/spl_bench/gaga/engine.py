@@ -36,9 +36,12 @@ from scipy.integrate import BDF, DOP853, LSODA, RK45, OdeSolver
 from scipy.optimize import brentq
 from threadpoolctl import threadpool_limits
 
+from spl_bench.gaga.inner import weighted_lasso  # noqa: F401 (re-export)
 from spl_bench.gaga.linalg import AnyFactor, Factor, det_sign, solve_linear  # noqa: F401 (re-export)
 from spl_bench.gaga.path import AgePath
-from spl_bench.gaga.systems import PathSystem, SVMSystem, make_system, weighted_lasso  # noqa: F401 (re-export)
+from spl_bench.gaga.svm_system import SVMSystem
+from spl_bench.gaga.system_base import PathSystem
+from spl_bench.gaga.systems import make_system
 from spl_bench.models import Model, Params
 from spl_bench.sp import SPRegularizer
 

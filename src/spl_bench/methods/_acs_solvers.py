@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 
 from spl_bench.errors import ConfigError
 from spl_bench.gaga.engine import ColumnGroups
-from spl_bench.gaga.systems import WeightedSVMDual, weighted_lasso
+from spl_bench.gaga.inner import WeightedSVMDual, weighted_lasso
 from spl_bench.models import Model, Params
 from spl_bench.models.lasso import LassoModel
 from spl_bench.models.svm import SVMModel, libsvm_fit, resolve_gamma

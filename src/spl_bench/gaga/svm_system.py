@@ -1,0 +1,478 @@
+"""The kernel-SVM dual path system of GAGA eq. (5); see :mod:`spl_bench.gaga.system_base`
+for the equations."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from spl_bench.gaga.inner import WeightedSVMDual, canonical_duplicates
+from spl_bench.gaga.linalg import (
+    AnyFactor,
+    Factor,
+    KKTUpdate,
+    MergedKKT,
+    SchurBlocks,
+    SchurFactor,
+    groups_hint,
+    kkt_factor,
+)
+from spl_bench.gaga.system_base import Array, PathSystem, _has_mixed, sp_v, sp_weights
+from spl_bench.models import Model, Params
+from spl_bench.models.svm import SVMModel, libsvm_fit, resolve_gamma
+from spl_bench.sp import EASY, HARD, MIXED, SPRegularizer
+
+#: SVM sample sets: margin sets and, for g > 0, the SP partition
+SVM_N, SVM_Z, SVM_PE, SVM_PM, SVM_PD = 0, 1, 2, 3, 4
+SVM_SETS = {SVM_N: "E_N", SVM_Z: "E_Z", SVM_PE: "E_P", SVM_PM: "M", SVM_PD: "D"}
+
+#: smallest margin set E_Z for which the SVM Jacobian is factorised by its Schur complement
+SCHUR_MIN_Z = 64
+#: recent set configurations whose Schur blocks (and margin-block factorisations) are kept: a
+#: critical point whose new sets fail returns to the old ones, and the polish of a warm start
+#: revisits configurations (mfeat, 1,500 rows: 59 % of the margin-block LUs were repeats)
+SCHUR_CACHE = 4
+
+
+def _remember(lru: OrderedDict, key: Any, value: Any) -> None:
+    """Insert into a recent-items cache of :data:`SCHUR_CACHE` entries."""
+    lru[key] = value
+    while len(lru) > SCHUR_CACHE:
+        lru.popitem(last=False)
+
+
+class SVMSystem(PathSystem):
+    """Kernel SVM in the dual: ``f = sum_j a_j y_j K(x_j, .) + b``, ``0 <= a_i <= C v_i``."""
+
+    #: the located point, not the moved values: a sample in M has ``a_i = C v*(C g_i)`` with
+    #: ``d a_i / d g_i = C^2 dv*/dell``, and putting it on its boundary value moves its own margin
+    #: by ``Q_ii`` times the location error; with a linear kernel (``Q_ii = |x_i|^2``, ~30-60 on
+    #: standardised data) and the mixture SP that left recorded points 1e-5 off the KKT conditions
+    record_moved_values = False
+
+    def __init__(self, model: Model, sp: SPRegularizer, X: Array, y: Array) -> None:
+        super().__init__(model, sp, X, y)
+        assert isinstance(model, SVMModel)
+        self.C = model.C
+        self.gamma = resolve_gamma(model.gamma, X)
+        self.K = np.ascontiguousarray(model.kernel_matrix(X, X, self.gamma))  # for libsvm (ACS steps)
+        self.Q = np.ascontiguousarray(self.K * np.outer(y, y))
+        self.n_events = 2 * self.n
+        self._cache: dict[str, Any] = {}
+        self._K_sub: tuple[NDArray[np.intp], Array] | None = None  # the latest K[idx, idx] (ACS)
+        # identical samples (x and y) have equal rows and columns in Q: their group labels make
+        # the merge of a singular system (linalg.Factor) a hint to check, not a search
+        _, dup, counts = np.unique(np.column_stack([X, y]), axis=0, return_inverse=True, return_counts=True)
+        self.duplicates: NDArray[np.intp] | None = np.asarray(dup).ravel() if np.any(counts > 1) else None
+        self._canon = canonical_duplicates(self.duplicates)
+        #: ACS steps: the exact warm-started active-set fit first (libsvm when it gives up)
+        self.dual_solver: WeightedSVMDual | None = WeightedSVMDual(self.Q, y, duplicates=self.duplicates)
+        self._last_fit: tuple[Array, float, Array] | None = None  # (a, b, g) of its latest fit
+        # recent Schur blocks by (E_Z, M) and factorisations of the margin block by E_Z (SCHUR_CACHE)
+        self._blocks_lru: OrderedDict[tuple[bytes, bytes], SchurBlocks] = OrderedDict()
+        self._A_lru: OrderedDict[bytes, Factor | KKTUpdate | MergedKKT] = OrderedDict()
+        self._A_root: tuple[NDArray[np.intp], Factor] | None = None  # the latest LU of a margin block
+        self._rows_lru: OrderedDict[bytes, tuple[Array, Array]] = OrderedDict()  # Q[free], Q[free, free]
+        self._pe_lru: OrderedDict[bytes, Array] = OrderedDict()  # C Q[:, E_P] 1
+
+    # ------------------------------------------------------------------ state
+    def init_from(self, params: Params, lam: float, tol: float = 1e-6) -> None:
+        C = self.C
+        self.a = np.clip(np.array(params.dual_coef, dtype=float), 0.0, C)
+        if self.duplicates is not None:
+            # duplicated samples (identical x and y) share g, v and the box: only the sum of
+            # their a is determined, and f depends on nothing else.  They get equal shares (the
+            # minimum-norm split, which the merged solves of the path then keep), so twins sit in
+            # one set: an unequal split from a fit left one twin at a = 0 in E_Z with the other
+            # free, and the path then stopped there (can_continue) or logged spurious events
+            dup = self.duplicates
+            self.a = (np.bincount(dup, weights=self.a) / np.bincount(dup))[dup]
+        self.b = float(params.intercept)
+        g = 1.0 - self.Q @ self.a - self.y * self.b
+        ell = C * np.maximum(g, 0.0)
+        part = self.sp.partition(ell, lam)
+        code = np.full(self.n, SVM_Z, dtype=np.int8)
+        code[(g < -tol) & (self.a <= tol * C)] = SVM_N
+        pos = g > tol
+        code[pos & (part == EASY)] = SVM_PE
+        code[pos & (part == MIXED)] = SVM_PM
+        code[pos & (part == HARD)] = SVM_PD
+        self.code = code
+        self._fix_fixed(lam)
+        self._invalidate()
+
+    def _fix_fixed(self, lam: float) -> None:
+        """Set ``a`` on the sets where it is not free (E_N, D: 0; E_P: C; M: C v*)."""
+        c = self.code
+        self.a[(c == SVM_N) | (c == SVM_PD)] = 0.0
+        self.a[c == SVM_PE] = self.C
+        m = c == SVM_PM
+        if np.any(m):
+            g = 1.0 - self.Q[m] @ self.a - self.y[m] * self.b
+            v = sp_v(self.sp, self.C * g, np.full(int(m.sum()), MIXED, np.int8), lam)
+            self.a[m] = self.C * v
+
+    def _state(self) -> dict[str, Any]:
+        return {"a": self.a, "b": self.b, "code": self.code}
+
+    def _invalidate(self) -> None:
+        super()._invalidate()
+        c = self.code
+        self.iz = np.flatnonzero(c == SVM_Z)
+        self.im = np.flatnonzero(c == SVM_PM)
+        self.ifree = np.concatenate([self.iz, self.im])
+        fixed = (c == SVM_PE)
+        self.ipe = np.flatnonzero(fixed)
+        self._cache = {}
+
+    def _Qrows(self) -> Array:
+        """``Q[free, :]`` (``Q`` is symmetric: the columns of the free variables), cached per
+        set configuration with ``Q[free, free]`` and ``C Q[:, E_P] 1`` (the fixed ``a = C``)."""
+        if "Qr" not in self._cache:
+            # recent configurations are revisited (SCHUR_CACHE): their gathers are kept too
+            key, key_pe = self.ifree.tobytes(), self.ipe.tobytes()
+            rows = self._rows_lru.get(key)
+            if rows is None:
+                Qr = self.Q[self.ifree]  # a row gather: contiguous copies, unlike Q[:, free]
+                rows = (Qr, np.ascontiguousarray(Qr[:, self.ifree]))
+                _remember(self._rows_lru, key, rows)
+            qpe = self._pe_lru.get(key_pe)
+            if qpe is None:
+                qpe = self.Q[self.ipe].sum(axis=0) * self.C if self.ipe.size else np.zeros(self.n)
+                _remember(self._pe_lru, key_pe, qpe)
+            self._cache["Qr"], self._cache["Qff"] = rows
+            self._cache["Qpe"] = qpe
+            self._cache["Qpe_f"] = qpe[self.ifree]
+        return self._cache["Qr"]
+
+    def _Qff(self) -> Array:
+        """``Q[free, free]`` (:meth:`_Qrows`)."""
+        self._Qrows()
+        return self._cache["Qff"]
+
+    def theta(self) -> Array:
+        return np.append(self.a[self.ifree], self.b)
+
+    def set_theta(self, theta: Array) -> None:
+        k = self.ifree.size
+        self.a[self.ifree] = theta[:k]
+        self.b = float(theta[k])
+
+    def params(self) -> Params:
+        return Params(dual_coef=self.a.copy(), intercept=self.b, X_fit=self.X, y_fit=self.y,
+                      extra={"gamma": self.gamma})
+
+    def full_vector(self) -> tuple[Array, float]:
+        return self.a.copy(), self.b
+
+    def full_derivative(self, dtheta: Array) -> tuple[Array, float]:
+        da = np.zeros(self.n)
+        k = self.ifree.size
+        da[self.ifree] = dtheta[:k]
+        return da, float(dtheta[k])
+
+    # ------------------------------------------------------------ equations
+    def _g(self, theta: Array) -> Array:
+        """Margins ``g = 1 - y f(x)`` of every sample for free variables ``theta``."""
+        Qr = self._Qrows()
+        k = self.ifree.size
+        return 1.0 - theta[:k] @ Qr - self._cache["Qpe"] - self.y * theta[k]
+
+    def _g_free(self, theta: Array) -> Array:
+        """Margins of the samples with free variables only (E_Z, then M): all ``F`` and ``J``
+        need.  Memoised for the latest point (per sets): Newton evaluates the residual and
+        then the factor at the same point."""
+        hit = self._cache.get("g_free")
+        if hit is not None and np.array_equal(hit[0], theta):
+            return hit[1]
+        Qff = self._Qff()
+        k = self.ifree.size
+        g = 1.0 - Qff @ theta[:k] - self._cache["Qpe_f"] - self.y[self.ifree] * theta[k]
+        self._cache["g_free"] = (theta.copy(), g)
+        return g
+
+    def _merge_hint(self) -> tuple[NDArray[np.intp], Array, NDArray[np.intp]] | None:
+        """Duplicated samples both in E_Z: equal rows and columns of ``J_theta`` (not in M,
+        whose rows carry the identity)."""
+        if self.duplicates is None:
+            return None
+        if "merge_hint" not in self._cache:
+            labels = np.concatenate([self.duplicates[self.iz], -2 - np.arange(self.im.size), [-1]])
+            self._cache["merge_hint"] = groups_hint(labels)
+        return self._cache["merge_hint"]
+
+    def residual(self, theta: Array, lam: float) -> Array:
+        k = self.ifree.size
+        nz = self.iz.size
+        g = self._g_free(theta)
+        F = np.empty(k + 1)
+        F[:nz] = g[:nz]
+        if self.im.size:
+            v = sp_v(self.sp, self.C * g[nz:], np.full(self.im.size, MIXED, np.int8), lam)
+            F[nz:k] = theta[nz:k] - self.C * v
+        F[k] = self.y[self.ifree] @ theta[:k] + self.C * self.y[self.ipe].sum()
+        return F
+
+    def jacobians(self, theta: Array, lam: float) -> tuple[Array, Array]:
+        k = self.ifree.size
+        nz = self.iz.size
+        Qff = self._Qff()
+        J = np.zeros((k + 1, k + 1))
+        Jl = np.zeros(k + 1)
+        J[:nz, :k] = -Qff[:nz]
+        J[:nz, k] = -self.y[self.iz]
+        if self.im.size:
+            g = self._g_free(theta)[nz:]
+            _, dl, dlam = sp_weights(self.sp, self.C * g, np.full(self.im.size, MIXED, np.int8), lam)
+            c2 = (self.C**2) * dl
+            J[nz:k, :k] = c2[:, None] * Qff[nz:]
+            J[nz:k, nz:k] += np.eye(self.im.size)
+            J[nz:k, k] = c2 * self.y[self.im]
+            Jl[nz:k] = -self.C * dlam
+        J[k, :k] = self.y[self.ifree]
+        return J, Jl
+
+    def factor(self, theta: Array, lam: float) -> tuple[AnyFactor, Array]:
+        """``J_theta`` by its Schur complement on the M rows (only they change with the point).
+
+        Unknowns ``(a_Z, b)`` and ``a_M``: the Z rows and ``y^T a`` are fixed per sets,
+        the M rows are ``diag(C^2 dv/dell) [Q_MZ, y_M | Q_MM] + [0 | I]``.  The blocks
+        are built once per set configuration; each point costs one ``|M| x |M|`` LU.
+        """
+        if self.iz.size < SCHUR_MIN_Z:  # small systems: one dense LU costs less than the bookkeeping
+            return super().factor(theta, lam)
+        blocks = self._cache.get("schur")
+        if blocks is None:
+            blocks = self._schur_blocks()
+            self._cache["schur"] = blocks
+        if not blocks.usable:
+            return super().factor(theta, lam)
+        Jl = np.zeros(self.ifree.size + 1)
+        c = np.zeros(self.im.size)
+        if self.im.size:
+            g = self._g_free(theta)[self.iz.size:]
+            _, dl, dlam = sp_weights(self.sp, self.C * g, np.full(self.im.size, MIXED, np.int8), lam)
+            c = (self.C**2) * dl
+            Jl[self.iz.size:self.ifree.size] = -self.C * dlam
+        return SchurFactor(blocks, c), Jl
+
+    def _schur_blocks(self) -> SchurBlocks:
+        """The blocks of :meth:`factor` for the current sets, from the recent ones if they are there."""
+        key_z = self.iz.tobytes()
+        key = (key_z, self.im.tobytes())
+        hit = self._blocks_lru.get(key)
+        if hit is not None:
+            self._blocks_lru.move_to_end(key)
+            return hit
+        k, nz = self.ifree.size, self.iz.size
+        Qff = self._Qff()
+        i1 = np.append(np.arange(nz), k)
+        i2 = np.arange(nz, k)
+        A_fac = self._A_lru.get(key_z)
+        if A_fac is None:
+            # an update of the latest LU (KKTUpdate: a critical point moves one or two indices)
+            # or a new LU; duplicated samples on the margin need the merged one
+            A_fac, self._A_root = kkt_factor(self.Q, self.y, self.iz, -1.0, self._canon, self._A_root,
+                                             Qzz=Qff[:nz, :nz])
+            _remember(self._A_lru, key_z, A_fac)
+        else:
+            self._A_lru.move_to_end(key_z)
+        B = np.vstack([-Qff[:nz, nz:], self.y[self.im][None, :]])
+        C0 = np.hstack([Qff[nz:, :nz], self.y[self.im][:, None]])
+        blocks = SchurBlocks(A_fac, B, C0, Qff[nz:, nz:], i1, i2)
+        _remember(self._blocks_lru, key, blocks)
+        return blocks
+
+    def residual_scale(self) -> float:
+        return 1.0
+
+    # --------------------------------------------------------------- events
+    #: per set code (E_N, E_Z, E_P, M, D), coefficients of (g, a/C, 1, lo/C, hi/C) in h1 and h2:
+    #: h1 = -g | a/C | g | g - lo/C | g - hi/C;  h2 = inf | 1 - a/C | lo/C - g | hi/C - g | inf
+    _H1 = np.array([[-1, 0, 0, 0, 0], [0, 1, 0, 0, 0], [1, 0, 0, 0, 0], [1, 0, 0, -1, 0], [1, 0, 0, 0, -1]], float)
+    _H2 = np.array([[0, 0, 0, 0, 0], [0, -1, 1, 0, 0], [-1, 0, 0, 1, 0], [-1, 0, 0, 0, 1], [0, 0, 0, 0, 0]], float)
+
+    def _sample_events(self, g: Array, a: Array, c: NDArray[np.int8], lam: float) -> tuple[Array, Array]:
+        """``(h1, h2)``: distances of margins ``g`` / duals ``a`` to the boundaries of sets ``c``."""
+        lo, hi = self.sp.thresholds(lam)
+        aC = a / self.C
+        k1, k2 = self._H1[c], self._H2[c]
+        h1 = k1[:, 0] * g + k1[:, 1] * aC + (k1[:, 3] * lo + k1[:, 4] * hi) / self.C
+        h2 = k2[:, 0] * g + k2[:, 1] * aC + k2[:, 2] + (k2[:, 3] * lo + k2[:, 4] * hi) / self.C
+        h2[(c == SVM_N) | (c == SVM_PD)] = np.inf
+        return h1, h2
+
+    def events(self, theta: Array, lam: float, idx: NDArray[np.intp] | None = None) -> Array:
+        k = self.ifree.size
+        if idx is not None:  # only the rows of the samples involved
+            i = idx % self.n
+            g = 1.0 - theta[:k] @ self._Qrows()[:, i] - self.y[i] * theta[k]
+            if self.ipe.size:
+                g -= self._cache["Qpe"][i]
+            if "pos" not in self._cache:
+                pos = np.full(self.n, -1)
+                pos[self.ifree] = np.arange(k)
+                self._cache["pos"] = pos
+            p = self._cache["pos"][i]
+            a = np.where(p >= 0, theta[np.maximum(p, 0)], self.a[i])
+            h1, h2 = self._sample_events(g, a, self.code[i], lam)
+            return np.where(idx >= self.n, h2, h1)
+        a = self.a.copy()
+        a[self.ifree] = theta[:k]
+        h1, h2 = self._sample_events(self._g(theta), a, self.code, lam)
+        return np.concatenate([h1, h2])
+
+    def events_many(self, thetas: Array, lams: Array, idx: NDArray[np.intp] | None = None) -> Array:
+        """Vectorised :meth:`events` (one matrix product for all margins; with ``idx``, the
+        rows of the samples involved, point by point)."""
+        if idx is not None:
+            return super().events_many(thetas, lams, idx)
+        k = self.ifree.size
+        G = 1.0 - thetas[:, :k] @ self._Qrows() - np.outer(thetas[:, k], self.y) - self._cache["Qpe"]
+        A = np.repeat(self.a[None, :], lams.size, axis=0)
+        A[:, self.ifree] = thetas[:, :k]
+        out = np.empty((lams.size, 2 * self.n))
+        for j, lam in enumerate(lams):
+            h1, h2 = self._sample_events(G[j], A[j], self.code, float(lam))
+            out[j, :self.n], out[j, self.n:] = h1, h2
+        return out
+
+    def event_scale(self, lam: float, idx: NDArray[np.intp] | None = None) -> Array:
+        lo, hi = self.sp.thresholds(lam)
+        return np.full(2 * self.n if idx is None else idx.size, 1.0 + hi / self.C)
+
+    def move(self, positions: NDArray[np.intp], lam: float) -> list[tuple[int, str, str]]:
+        moves: list[tuple[int, str, str]] = []
+        lo, hi = self.sp.thresholds(lam)
+        mixed_ok = _has_mixed(self.sp, lam)
+        for p in sorted(set(int(q) for q in positions)):
+            i = p % self.n
+            upper = p >= self.n
+            old = int(self.code[i])
+            if old == SVM_N:
+                new = SVM_Z
+            elif old == SVM_Z:
+                if not upper:
+                    new = SVM_N
+                else:  # a_i reached C: g_i becomes positive with ell = 0+
+                    new = SVM_PE if lo > 0 else (SVM_PM if mixed_ok else SVM_PD)
+            elif old == SVM_PE:
+                new = SVM_Z if not upper else (SVM_PM if mixed_ok else SVM_PD)
+            elif old == SVM_PM:
+                new = (SVM_PE if lo > 0 else SVM_Z) if not upper else SVM_PD
+            else:
+                new = SVM_PM if mixed_ok else SVM_PE
+            self.code[i] = new
+            moves.append((i, SVM_SETS[old], SVM_SETS[new]))
+            # the moved index takes the value of the boundary it crossed (v* = 0 at hi, 1 at lo);
+            # the other free variables keep theirs.  Re-evaluating a_M = C v*(C g_M) for all of M
+            # here (one fixed-point step) left F off by up to 2e-5 with a linear kernel, where
+            # the gain C^2 |dv*/dell| Q_ii of that step is in the thousands (Q_ii = |x_i|^2)
+            if new in (SVM_N, SVM_PD):
+                self.a[i] = 0.0
+            elif new == SVM_PE:
+                self.a[i] = self.C
+            elif new == SVM_PM:
+                self.a[i] = 0.0 if old == SVM_PD else self.C
+        self._invalidate()
+        return moves
+
+    def kkt(self, lam: float) -> float:
+        return svm_kkt(self.model, self.sp, self.params(), self.X, self.y, lam)
+
+    def fit_weighted(self, v: Array, warm: Params) -> Params:
+        """The v-weighted SVM dual on the precomputed kernel: :class:`WeightedSVMDual`
+        warm-started from ``warm``, or libsvm if it gives up (or is switched off)."""
+        if self.dual_solver is not None and warm.dual_coef is not None:
+            out = self.dual_solver.fit(self.C * v, warm.dual_coef)
+            if out is not None:
+                self._last_fit = out
+                return Params(dual_coef=out[0], intercept=out[1], X_fit=self.X, y_fit=self.y,
+                              extra={"gamma": self.gamma})
+        a = np.zeros(self.n)
+        b = 0.0
+        idx = np.flatnonzero(v > 0)
+        if idx.size and np.unique(self.y[idx]).size == 2:
+            K = self._kernel_rows(idx)
+            support, dual, b = libsvm_fit(K, self.y[idx], v[idx], self.C, "precomputed", 0.0, self.model.tol)
+            sv = idx[support]
+            a[sv] = dual * self.y[sv]
+            a = np.clip(a, 0.0, self.C * v)
+        elif idx.size:  # one class only: the constant classifier of that class
+            b = float(np.sign(self.y[idx][0]))
+        return Params(dual_coef=a, intercept=b, X_fit=self.X, y_fit=self.y, extra={"gamma": self.gamma})
+
+    def _kernel_rows(self, idx: NDArray[np.intp]) -> Array:
+        """``K[idx, idx]`` for libsvm, kept for the next call: during ACS the samples with
+        ``v > 0`` seldom change, and the copy costs a third of a fit at n = 1,500."""
+        if idx.size == self.n:
+            return self.K
+        last = self._K_sub
+        if last is not None and np.array_equal(last[0], idx):
+            return last[1]
+        sub = self.K[np.ix_(idx, idx)]
+        self._K_sub = (idx, sub)
+        return sub
+
+    def acs_affine_state(self, params: Params, lam: float) -> tuple[Array, Array] | None:
+        """The hinge margins ``g`` are affine in ``(a, b)``; with an SP whose ``v*`` is affine in
+        the loss on each piece (linear, hard), so are the box ``u = C v*`` of the next fit and,
+        for fixed free / upper-bound sets, its solution.  ``q`` holds ``g``, ``g - lo/C``,
+        ``g - hi/C`` (the hinge kink and the SP thresholds) and ``a/C``, ``(u - a)/C`` (the
+        fit's sets), for the fit that produced ``params`` and the box it had."""
+        ds, last = self.dual_solver, self._last_fit
+        if (not self.sp.v_affine_in_loss or ds is None or ds._last is None or ds.last_u is None
+                or last is None or params.dual_coef is not last[0] or ds._last[0] is not last[0]):
+            return None
+        a, b, g = last
+        lo, hi = self.sp.thresholds(lam)
+        C = self.C
+        x = np.append(a, b)
+        return x, np.concatenate([g, g - lo / C, g - hi / C, a / C, (ds.last_u - a) / C])
+
+    def acs_jump_to(self, x: Array, q: Array) -> Params:
+        ds = self.dual_solver
+        assert ds is not None and ds._last is not None
+        n, C = self.n, self.C
+        a, b = x[:n].copy(), float(x[n])
+        self._last_fit = (a, b, q[:n].copy())  # the margins, extrapolated like everything else
+        ds._last = (a, ds._last[1], ds._last[2])  # the next fit starts from this piece's sets
+        ds.last_u = C * q[4 * n:] + a
+        return Params(dual_coef=a, intercept=b, X_fit=self.X, y_fit=self.y, extra={"gamma": self.gamma})
+
+    def losses(self, params: Params) -> Array:
+        last = self._last_fit
+        if last is not None and params.dual_coef is last[0] and params.intercept == last[1]:
+            return self.C * np.maximum(0.0, last[2])  # the margins the fit computed
+        return self.C * np.maximum(0.0, 1.0 - self.Q @ params.dual_coef - self.y * params.intercept)
+
+    def objective(self, params: Params, lam: float) -> float:
+        ell = self.losses(params)
+        a = params.dual_coef
+        reg = 0.5 * float(a @ self.Q @ a)
+        return float(reg + self.sp.sp_objective(self.sp.v_star(ell, lam), ell, lam).sum())
+
+    def consistent(self, lam: float, tol: float = 1e-9) -> NDArray[np.intp]:
+        h = self.events(self.theta(), lam)
+        return np.flatnonzero(h < -tol * self.event_scale(lam))
+
+
+def svm_kkt(model: SVMModel, sp: SPRegularizer, params: Params, X: Array, y: Array, lam: float) -> float:
+    """Natural-residual KKT violation of the v*-weighted SVM dual.
+
+    With ``v = v*(ell(f), lam)`` and ``g = 1 - y f(x)``, the box-constrained dual
+    ``min 1/2 a^T Q a - 1^T a`` s.t. ``0 <= a <= C v``, ``y^T a = 0`` is solved iff
+    ``a = clip(a + C g, 0, C v)`` (box and margin conditions together) and
+    ``y^T a = 0``.  Returned relative to ``C``: ``max(|a/C - clip(a/C + g, 0, v)|,
+    |y^T a| / C)``.  Unlike a test on ``a`` being exactly at a bound, this measure
+    is continuous in ``a``.
+    """
+    C = model.C
+    g = 1.0 - y * model.decision_function(params, X)
+    v = sp.v_star(C * np.maximum(g, 0.0), lam)
+    a = params.dual_coef / C
+    nat = np.abs(a - np.clip(a + g, 0.0, v))
+    return float(max(nat.max(initial=0.0), abs(float(params.dual_coef @ y)) / C))

@@ -1,0 +1,245 @@
+"""Smooth systems ``F(theta, lam) = 0`` of the age-path for fixed index sets (GAGA eq. (5)).
+
+A *system* couples one model (its per-sample losses with their first and second
+derivatives, and its non-smooth structure) with one SP-regularizer (``v*``,
+``dv*/dell``, ``dv*/dlam`` and the thresholds ``lo(lam) < hi(lam)`` of the
+partition E / M / D).  For the index sets currently tracked it provides
+
+* ``residual(theta, lam)``: the left-hand side ``F`` of eq. (5) restricted to
+  the free variables ``theta``;
+* ``jacobians(theta, lam)``: ``(J_theta, J_lam)`` so that Theorem 3 gives
+  ``dtheta/dlam = -J_theta^{-1} J_lam``;
+* ``events(theta, lam)``: one number per set boundary, ``>= 0`` while the sets
+  are valid (a loss crossing a threshold, a margin ``g_i`` crossing 0, a
+  coefficient reaching 0, a lasso subgradient reaching +-1, a dual variable
+  leaving its box);
+* ``move(positions, lam)``: re-assign the indices whose event fired
+  (GAGA appendix C: "resign the violated indexes by the partition rule").
+
+The derivatives are derived here from ``F = 0`` directly (not transcribed from
+Props. 1-2, whose printed forms contain errors; see ``docs/gaga.md``):
+
+GLM models (lasso, logistic).  With ``z = Phi theta`` (``Phi`` = active columns
+of ``X``, plus a column of ones for an intercept), per-sample loss ``ell(z)``
+with ``ell' = d ell / dz`` and ``ell''``, and ``v = v*(ell, lam)``::
+
+    F       = R'(theta) + Phi^T (v * ell')
+    J_theta = R''       + Phi^T diag(v ell'' + (dv*/dell) ell'^2) Phi
+    J_lam   =             Phi^T ((dv*/dlam) ell')
+
+For the lasso with the linear regularizer (``ell = r^2 / 2``, ``ell' = -r``,
+``ell'' = 1``, ``v = 1 - ell/lam``) this is
+``dw_A/dlam = -(X_A^T diag(1 - 3 ell/lam) X_A)^{-1} X_A^T r^3 / (2 lam^2)``:
+the *signed* cube of the residual.
+
+Kernel SVM (dual, ``Q_ij = y_i y_j K_ij``, ``g = 1 - Q a - y b``), free
+variables ``a_Z`` (margin set E_Z), ``a_M`` (samples with ``g > 0`` and
+``0 < v* < 1``) and ``b``::
+
+    F = ( g_Z ,  a_M - C v*(C g_M, lam) ,  y^T a )
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from spl_bench.gaga.linalg import AnyFactor, Factor
+from spl_bench.models import Model, Params
+from spl_bench.sp import EASY, HARD, MIXED, SPRegularizer
+
+Array = NDArray[np.float64]
+
+#: sample-set names used in event records (GLM models)
+SAMPLE_SETS = {EASY: "E", MIXED: "M", HARD: "D"}
+
+
+def sp_v(sp: SPRegularizer, ell: Array, code: NDArray[np.int8], lam: Any) -> Array:
+    """``v*`` for *tracked* set codes (not re-partitioned).
+
+    ``ell`` holds one loss per sample (shape ``(n,)``) or one row per age (``(m, n)``,
+    with ``lam`` a column ``(m, 1)`` of ages).  On the smooth piece ``M`` the closed form
+    is evaluated without clipping, so ``v`` stays smooth up to (and slightly beyond) the
+    set boundary.
+    """
+    mid = code == MIXED
+    with np.errstate(all="ignore"):
+        if mid.all():
+            return sp._v_mixed(_mixed_loss(sp, ell), lam)
+        v = np.broadcast_to((code == EASY).astype(float), ell.shape).copy()
+        if mid.any():
+            v[..., mid] = sp._v_mixed(_mixed_loss(sp, ell[..., mid]), lam)
+    return v
+
+
+def _mixed_loss(sp: SPRegularizer, ell: Array) -> Array:
+    """Losses as ``_v_mixed`` takes them: clipped at 1e-100 unless its form is smooth across 0."""
+    return np.maximum(ell, 1e-100) if sp.clip_mixed_loss else ell
+
+
+def sp_weights(
+    sp: SPRegularizer, ell: Array, code: NDArray[np.int8], lam: float
+) -> tuple[Array, Array, Array]:
+    """``(v, dv/dell, dv/dlam)`` for *tracked* set codes (:func:`sp_v`; one age)."""
+    v = sp_v(sp, ell, code, lam)
+    mid = code == MIXED
+    if mid.all():
+        with np.errstate(all="ignore"):
+            return (v, *sp._dv_mixed(_mixed_loss(sp, ell), lam))
+    dl = np.zeros_like(ell)
+    dlam = np.zeros_like(ell)
+    if mid.any():
+        with np.errstate(all="ignore"):
+            dl[mid], dlam[mid] = sp._dv_mixed(_mixed_loss(sp, ell[mid]), lam)
+    return v, dl, dlam
+
+
+def _has_mixed(sp: SPRegularizer, lam: float) -> bool:
+    lo, hi = sp.thresholds(lam)
+    return hi - lo > 1e-12 * max(1.0, hi)
+
+
+class PathSystem(ABC):
+    """Common interface of a model x SP-regularizer system (see module docstring)."""
+
+    #: number of entries of :meth:`events`
+    n_events: int
+    #: a critical point is recorded with the values :meth:`move` gives the moved indices (exact
+    #: zeros where a coefficient left); ``False``: with the located point on the old sets' path
+    record_moved_values: bool = True
+
+    def __init__(self, model: Model, sp: SPRegularizer, X: Array, y: Array) -> None:
+        self.model = model
+        self.sp = sp
+        self.X = X
+        self.y = y
+        self.n, self.d = X.shape
+        #: bumped whenever the sets change (:meth:`_invalidate`): keys of the engine's caches
+        self.version = 0
+
+    # -- state -----------------------------------------------------------------
+    @abstractmethod
+    def init_from(self, params: Params, lam: float) -> None:
+        """Set the full state and classify every index from a (near) partial optimum."""
+
+    @abstractmethod
+    def theta(self) -> Array:
+        """The free variables for the current sets."""
+
+    @abstractmethod
+    def set_theta(self, theta: Array) -> None:
+        """Write ``theta`` back into the full state."""
+
+    @abstractmethod
+    def params(self) -> Params:
+        """The current state as model :class:`Params`."""
+
+    @abstractmethod
+    def full_vector(self) -> tuple[Array, float]:
+        """``(coef or dual_coef, intercept)`` of the current state (copies)."""
+
+    @abstractmethod
+    def full_derivative(self, dtheta: Array) -> tuple[Array, float]:
+        """Map ``dtheta/dlam`` to ``(d coef or d dual_coef, d intercept)``."""
+
+    @abstractmethod
+    def consistent(self, lam: float, tol: float = 1e-9) -> NDArray[np.intp]:
+        """Positions of events violated by more than ``tol`` (relative) at the current state."""
+
+    def snapshot(self) -> dict[str, Any]:
+        """Everything needed to restore the sets and state later."""
+        return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in self._state().items()}
+
+    def restore(self, snap: dict[str, Any]) -> None:
+        for k, v in snap.items():
+            setattr(self, k, v.copy() if isinstance(v, np.ndarray) else v)
+        self._invalidate()
+
+    @abstractmethod
+    def _state(self) -> dict[str, Any]: ...
+
+    def _invalidate(self) -> None:
+        """Drop caches that depend on the sets (subclasses extend it and call this)."""
+        self.version += 1
+
+    # -- equations ---------------------------------------------------------------
+    @abstractmethod
+    def residual(self, theta: Array, lam: float) -> Array: ...
+
+    @abstractmethod
+    def jacobians(self, theta: Array, lam: float) -> tuple[Array, Array]: ...
+
+    def factor(self, theta: Array, lam: float) -> tuple[AnyFactor, Array]:
+        """``(factorised J_theta, J_lam)`` at ``(theta, lam)``.  Systems with structure override it."""
+        J, Jl = self.jacobians(theta, lam)
+        return Factor(J, hint=self._merge_hint()), Jl
+
+    def _merge_hint(self) -> tuple[NDArray[np.intp], Array, NDArray[np.intp]] | None:
+        """Rows (= columns) of ``J_theta`` known to be equal for the current sets (a
+        :class:`Factor` ``hint``), if any."""
+        return None
+
+    @abstractmethod
+    def residual_scale(self) -> float:
+        """Scale of ``F`` used for relative tolerances."""
+
+    # -- events ----------------------------------------------------------------
+    @abstractmethod
+    def events(self, theta: Array, lam: float, idx: NDArray[np.intp] | None = None) -> Array:
+        """Event functions, ``>= 0`` while the current sets are valid (only positions ``idx`` if given)."""
+
+    def events_many(self, thetas: Array, lams: Array, idx: NDArray[np.intp] | None = None) -> Array:
+        """:meth:`events` at several points at once: row ``j`` at ``(thetas[j], lams[j])``."""
+        return np.array([self.events(th, float(lam), idx) for th, lam in zip(thetas, lams, strict=True)])
+
+    # -- ACS warm starts -----------------------------------------------------------
+    def acs_affine_state(self, params: Params, lam: float) -> tuple[Array, Array] | None:
+        """``(x, q)`` of the ACS iterate ``params`` (the latest :meth:`fit_weighted` output) when the
+        ACS map is affine around it, else ``None`` (the default).
+
+        ``x`` is the iterate as a vector and ``q`` quantities affine in the iterate whose signs
+        (0 within 1e-9) fix the affine piece of the map: while they keep their signs, ACS
+        iterates ``x_{k+1} = T x_k + c`` with a fixed ``T``.
+        """
+        return None
+
+    def acs_jump_to(self, x: Array, q: Array) -> Params:
+        """The ACS iterate for an extrapolated ``(x, q)`` of :meth:`acs_affine_state` (same piece),
+        set up so that the next v-weighted fit is warm-started with that piece's sets."""
+        raise NotImplementedError
+
+    @abstractmethod
+    def event_scale(self, lam: float, idx: NDArray[np.intp] | None = None) -> Array:
+        """Typical magnitude of each event function (for tolerances); only positions ``idx`` if given."""
+
+    @abstractmethod
+    def move(self, positions: NDArray[np.intp], lam: float) -> list[tuple[int, str, str]]:
+        """Re-assign the indices of the fired ``positions``; return ``(index, from, to)``."""
+
+    @abstractmethod
+    def kkt(self, lam: float) -> float:
+        """Relative KKT violation of the v*-weighted problem at the current state."""
+
+    def stable(self, theta: Array, lam: float) -> bool:
+        """Whether the point is a local minimum of the SPL objective (where this can be told)."""
+        return True
+
+    # -- ACS (warm starts at jump points) -------------------------------------------
+    def fit_weighted(self, v: Array, warm: Params) -> Params:
+        """The v-weighted model fit of one ACS iteration, warm-started from ``warm``."""
+        return self.model.fit_weighted(self.X, self.y, v, warm=warm)
+
+    def losses(self, params: Params) -> Array:
+        """Per-sample losses of ``params`` on the training data."""
+        return self.model.losses(params, self.X, self.y)
+
+    def objective(self, params: Params, lam: float) -> float:
+        """SPL objective with ``v`` minimised out (GAGA eq. (2) at ``v = v*``); ACS decreases it."""
+        ell = self.losses(params)
+        reg = self.model.regularizer(params, self.n)
+        return float(reg + self.sp.sp_objective(self.sp.v_star(ell, lam), ell, lam).sum())
+
+
