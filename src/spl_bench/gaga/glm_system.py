@@ -1,5 +1,24 @@
-"""The GLM path system (lasso, L2 logistic regression) of GAGA eq. (5); see
-:mod:`spl_bench.gaga.system_base` for the equations."""
+"""The GLM path system of GAGA eq. (5): any model made of a datafit and a penalty.
+
+See :mod:`spl_bench.gaga.system_base` for the equations.  The system is built from
+``model.datafit`` (per-sample ``ell``, ``ell'``, ``ell''`` of the linear predictor
+``z``; :mod:`spl_bench.models.datafits`) and ``model.penalty`` (intercept or not,
+support, ``R'`` and ``R''`` on it, feature events; :mod:`spl_bench.models.penalties`).
+
+Event functions, in this order (``>= 0`` while the tracked sets are valid):
+
+* a *sparse* penalty (L1): one per feature, the active coefficient's ``sign * w_j``
+  (it reaches 0) or the inactive feature's ``1 - |g_j| / lev`` (its subgradient reaches
+  ``+-1``);
+* two per sample: the distance of its loss to the lower / upper boundary of its SP
+  set (E, M, D);
+* a *piecewise* datafit (Huber): one per sample, the distance of its linear predictor
+  to the boundary of its tracked piece; :meth:`GLMSystem.move` flips the piece.
+
+The losses and their derivatives are evaluated with the *tracked* pieces (each
+piece's formula continued past its boundary), as ``v*`` is with the tracked sets,
+so the system stays smooth up to the event.
+"""
 
 from __future__ import annotations
 
@@ -7,49 +26,51 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import expit
 
 from spl_bench.gaga.inner import weighted_lasso
 from spl_bench.gaga.system_base import SAMPLE_SETS, Array, PathSystem, _has_mixed, sp_v, sp_weights
 from spl_bench.models import Model, Params
-from spl_bench.models.lasso import LassoModel
-from spl_bench.models.logistic import LogisticModel
+from spl_bench.models.datafits import Quadratic
+from spl_bench.models.penalties import L1
 from spl_bench.sp import EASY, HARD, MIXED, SPRegularizer
+
+#: set names of features in event records (sparse penalties)
+ACTIVE, INACTIVE = "A", "inactive"
 
 
 class GLMSystem(PathSystem):
-    """Lasso (no intercept, L1 on an active set) and L2 logistic regression (with intercept)."""
+    """A linear model ``sum_i v_i ell(x_i^T w (+ b), y_i) + R(w)`` from ``model.datafit`` and
+    ``model.penalty`` (lasso, L2 logistic regression, Huber-L1, ...)."""
 
     def __init__(self, model: Model, sp: SPRegularizer, X: Array, y: Array) -> None:
         super().__init__(model, sp, X, y)
-        if isinstance(model, LassoModel):
-            self.kind = "lasso"
-            self.lev = model.penalty_level(self.n)
-        elif isinstance(model, LogisticModel):
-            self.kind = "logistic"
-            self.C = model.C
-        else:  # pragma: no cover - guarded by make_system
-            raise TypeError(model)
-        self.lasso = self.kind == "lasso"
-        self.n_events = (self.d if self.lasso else 0) + 2 * self.n
+        self.datafit = model.datafit  # type: ignore[attr-defined]
+        self.penalty = model.penalty  # type: ignore[attr-defined]
+        if not self.datafit.smooth:
+            raise TypeError(f"the GLM path system needs a (piecewise) smooth datafit, not {self.datafit!r}")
+        self.icpt = bool(self.penalty.has_intercept)
+        #: offsets of the event blocks: features [0, off), samples [off, poff), pieces [poff, ...)
+        self.off = self.d if self.penalty.sparse else 0
+        self.poff = self.off + 2 * self.n
+        self.piecewise = bool(self.datafit.piecewise)
+        self.n_events = self.poff + (self.n if self.piecewise else 0)
         self._cache: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ state
     def init_from(self, params: Params, lam: float) -> None:
         self.w = np.array(params.coef, dtype=float)
-        self.b = float(params.intercept) if not self.lasso else 0.0
-        if self.lasso:
-            self.active = self.w != 0.0
-            self.sign = np.sign(self.w)
-        else:
-            self.active = np.ones(self.d, dtype=bool)
-            self.sign = np.zeros(self.d)
-        ell, _, _ = self._loss(self.X @ self.w + self.b)
+        self.b = float(params.intercept) if self.icpt else 0.0
+        self.active = np.asarray(self.penalty.support(self.w), dtype=bool)
+        self.sign = np.sign(self.w) if self.penalty.sparse else np.zeros(self.d)
+        z = self.X @ self.w + self.b
+        self.piece = self.datafit.pieces(z, self.y)
+        ell, _, _ = self._loss(z)
         self.code = self.sp.partition(ell, lam)
         self._invalidate()
 
     def _state(self) -> dict[str, Any]:
-        return {"w": self.w, "b": self.b, "active": self.active, "sign": self.sign, "code": self.code}
+        return {"w": self.w, "b": self.b, "active": self.active, "sign": self.sign, "code": self.code,
+                "piece": self.piece}
 
     def _invalidate(self) -> None:
         super()._invalidate()
@@ -62,12 +83,12 @@ class GLMSystem(PathSystem):
 
     def theta(self) -> Array:
         wa = self.w[self.active]
-        return wa.copy() if self.lasso else np.append(wa, self.b)
+        return np.append(wa, self.b) if self.icpt else wa.copy()
 
     def set_theta(self, theta: Array) -> None:
         k = int(self.active.sum())
         self.w[self.active] = theta[:k]
-        if not self.lasso:
+        if self.icpt:
             self.b = float(theta[k])
 
     def params(self) -> Params:
@@ -80,37 +101,35 @@ class GLMSystem(PathSystem):
         dw = np.zeros(self.d)
         k = int(self.active.sum())
         dw[self.active] = dtheta[:k]
-        return dw, (0.0 if self.lasso else float(dtheta[k]))
+        return dw, (float(dtheta[k]) if self.icpt else 0.0)
 
     # ------------------------------------------------------------ equations
-    def _z(self, theta: Array) -> Array:
-        k = int(self.active.sum())
-        z = self._XA() @ theta[:k]
-        if not self.lasso:
-            z = z + theta[k]
-        return z
+    def _predictor(self, thetas: Array, XA: Array) -> Array:
+        """``z`` of the rows of ``XA`` for ``theta`` (1-D) or one row per point (2-D)."""
+        k = XA.shape[1]
+        if thetas.ndim == 1:
+            z = XA @ thetas[:k]
+            return z + thetas[k] if self.icpt else z
+        Z = thetas[:, :k] @ XA.T
+        if self.icpt:
+            Z += thetas[:, k:k + 1]
+        return Z
 
-    def _loss(self, z: Array, y: Array | None = None) -> tuple[Array, Array, Array]:
-        """``(ell, d ell/dz, d^2 ell/dz^2)`` per sample (of ``y``, default all samples)."""
-        y = self.y if y is None else y
-        if self.lasso:
-            r = y - z
-            return 0.5 * r * r, -r, np.ones_like(r)
-        m = y * z
-        C = self.C
-        sn = expit(-m)
-        ell = C * np.logaddexp(0.0, -m)
-        return ell, -C * y * sn, C * sn * (1.0 - sn)
+    def _loss(self, z: Array, rows: NDArray[np.intp] | None = None) -> tuple[Array, Array, Array]:
+        """``(ell, d ell/dz, d^2 ell/dz^2)`` with the tracked pieces (of ``rows``, default all samples)."""
+        if rows is None:
+            return self.datafit.derivatives(z, self.y, self.piece)
+        return self.datafit.derivatives(z, self.y[rows], self.piece[rows])
 
-    def _live(self) -> tuple[Array, Array, NDArray[np.int8]]:
-        """``(X_A, y, code)`` on the samples not in D: samples in D have ``v = 0`` and
+    def _live(self) -> tuple[Array, NDArray[np.intp], NDArray[np.int8]]:
+        """``(X_A, rows, code)`` on the samples not in D: samples in D have ``v = 0`` and
         ``dv* = 0``, so they contribute nothing to ``F`` or its Jacobians."""
         if "XL" not in self._cache:
             live = np.flatnonzero(self.code != HARD)
             self._cache["XL"] = np.ascontiguousarray(self._XA()[live])
-            self._cache["yL"] = self.y[live]
+            self._cache["rowsL"] = live
             self._cache["cL"] = self.code[live]
-        return self._cache["XL"], self._cache["yL"], self._cache["cL"]
+        return self._cache["XL"], self._cache["rowsL"], self._cache["cL"]
 
     def _live_terms(self, theta: Array, lam: float) -> tuple[Array, Array, Array, Array, Array, Array]:
         """``X_A``, ``ell'``, ``ell''``, ``v``, ``dv/dell``, ``dv/dlam`` on the live samples.
@@ -121,12 +140,8 @@ class GLMSystem(PathSystem):
         hit = self._cache.get("terms")
         if hit is not None and hit[0] == lam and np.array_equal(hit[1], theta):
             return hit[2]
-        XL, yL, cL = self._live()
-        k = XL.shape[1]
-        z = XL @ theta[:k]
-        if not self.lasso:
-            z = z + theta[k]
-        ell, l1, l2 = self._loss(z, yL)
+        XL, rows, cL = self._live()
+        ell, l1, l2 = self._loss(self._predictor(theta, XL), rows)
         v, dl, dlam = sp_weights(self.sp, ell, cL, lam)
         out = (XL, l1, l2, v, dl, dlam)
         self._cache["terms"] = (lam, theta.copy(), out)
@@ -135,39 +150,37 @@ class GLMSystem(PathSystem):
     def _phi_T(self, u: Array, XA: Array | None = None) -> Array:
         """``Phi^T u`` (over all samples, or over the rows of ``XA``)."""
         out = (self._XA() if XA is None else XA).T @ u
-        return out if self.lasso else np.append(out, u.sum())
+        return np.append(out, u.sum()) if self.icpt else out
 
     def residual(self, theta: Array, lam: float) -> Array:
         XA, l1, _, v, _, _ = self._live_terms(theta, lam)
         F = self._phi_T(v * l1, XA)
         k = XA.shape[1]
-        if self.lasso:
-            F += self.lev * self.sign[self.active]
-        else:
-            F[:k] += theta[:k]
+        F[:k] += self.penalty.grad(theta[:k], self.sign[self.active], self.n)
         return F
 
     def jacobians(self, theta: Array, lam: float) -> tuple[Array, Array]:
         XA, l1, l2, v, dl, dlam = self._live_terms(theta, lam)
         D = v * l2 + dl * l1 * l1
         k = XA.shape[1]
-        if self.lasso:
-            J = XA.T @ (D[:, None] * XA)
-        else:
+        DX = D[:, None] * XA
+        JA = XA.T @ DX
+        JA[np.diag_indices(k)] += self.penalty.hess_diag(theta[:k], self.n)
+        if self.icpt:
             J = np.empty((k + 1, k + 1))
-            DX = D[:, None] * XA
-            J[:k, :k] = XA.T @ DX
-            J[:k, :k] += np.eye(k)
+            J[:k, :k] = JA
             col = DX.sum(axis=0)
             J[:k, k] = col
             J[k, :k] = col
             J[k, k] = D.sum()
+        else:
+            J = JA
         return J, self._phi_T(dlam * l1, XA)
 
     def fit_weighted(self, v: Array, warm: Params) -> Params:
-        """Lasso: the exact active-set solver (falls back to the model's solver)."""
-        if self.lasso:
-            w = weighted_lasso(self.X, self.y, v, self.lev, warm.coef)
+        """Quadratic datafit with L1: the exact active-set solver (falls back to the model's solver)."""
+        if isinstance(self.datafit, Quadratic) and isinstance(self.penalty, L1):
+            w = weighted_lasso(self.X, self.y, v, self.penalty.level(self.n), warm.coef)
             if w is not None:
                 return Params(coef=w)
         return self.model.fit_weighted(self.X, self.y, v, warm=warm)
@@ -184,9 +197,7 @@ class GLMSystem(PathSystem):
         return True
 
     def residual_scale(self) -> float:
-        if self.lasso:
-            return self.lev
-        return 1.0 + float(np.abs(self.w).max(initial=0.0))
+        return self.penalty.kkt_scale(self.w, self.n)
 
     # --------------------------------------------------------------- events
     #: per set code (E, M, D): h1 = SGN ell + A_LO lo + A_HI hi, the distance to the lower boundary
@@ -220,26 +231,36 @@ class GLMSystem(PathSystem):
             self._cache["Xi"] = np.ascontiguousarray(self.X[:, ~self.active])
         return self._cache["Xi"]
 
-    def events(self, theta: Array, lam: float, idx: NDArray[np.intp] | None = None) -> Array:
-        lo, hi = self.sp.thresholds(lam)
-        off = self.d if self.lasso else 0
+    def _feature_events(self, thetas: Array, ell: Array, l1: Array, lam: Any) -> Array:
+        """Events of the features (sparse penalty) at one point (``thetas`` 1-D, ``lam`` a
+        number) or several (2-D, one row per point, ``lam`` a column of ages)."""
         k = int(self.active.sum())
-        # a subset without inactive features needs only the rows of the samples involved (an
-        # inactive feature's subgradient needs every residual): events_many's shortcut
-        if idx is not None and not np.any(~self.active[idx[idx < off]]):
+        hf = np.empty(thetas.shape[:-1] + (self.d,))
+        hf[..., self.active] = self.penalty.active_slack(thetas[..., :k], self.sign[self.active])
+        if k < self.d:
+            v = sp_v(self.sp, ell, self.code, lam)
+            g = self._X_inactive().T @ (v * l1) if ell.ndim == 1 else (v * l1) @ self._X_inactive()
+            hf[..., ~self.active] = self.penalty.inactive_slack(g, self.n)
+        return hf
+
+    def _subset_is_local(self, idx: NDArray[np.intp] | None) -> bool:
+        """``idx`` holds no inactive feature: its events need only the rows of the samples
+        involved (an inactive feature's subgradient needs every residual)."""
+        return idx is not None and not np.any(~self.active[idx[idx < self.off]])
+
+    def events(self, theta: Array, lam: float, idx: NDArray[np.intp] | None = None) -> Array:
+        if self._subset_is_local(idx):
             return self.events_many(theta[None, :], np.array([lam]), idx)[0]
-        z = self._z(theta)
+        lo, hi = self.sp.thresholds(lam)
+        z = self._predictor(theta, self._XA())
         ell, l1, _ = self._loss(z)
         h1, h2 = self._sample_events(ell, None, lo, hi)
-        if not self.lasso:
-            h = np.concatenate([h1, h2])
-        else:
-            hf = np.empty(self.d)
-            hf[self.active] = self.sign[self.active] * theta[:k]
-            if k < self.d:
-                v = sp_v(self.sp, ell, self.code, lam)
-                hf[~self.active] = 1.0 - np.abs(self._X_inactive().T @ (v * l1)) / self.lev
-            h = np.concatenate([hf, h1, h2])
+        parts = [h1, h2]
+        if self.off:
+            parts.insert(0, self._feature_events(theta, ell, l1, lam))
+        if self.piecewise:
+            parts.append(self.datafit.piece_distance(z, self.y, self.piece))
+        h = np.concatenate(parts)
         return h if idx is None else h[idx]
 
     def events_many(self, thetas: Array, lams: Array, idx: NDArray[np.intp] | None = None) -> Array:
@@ -248,86 +269,94 @@ class GLMSystem(PathSystem):
         With ``idx`` (and no inactive feature among them) only the rows of the samples
         involved are used, as in :meth:`events`.
         """
-        k = int(self.active.sum())
-        off = self.d if self.lasso else 0
+        off, poff = self.off, self.poff
         th = np.array([self.sp.thresholds(float(lam)) for lam in lams])
-        if idx is not None and not np.any(~self.active[idx[idx < off]]):
+        if self._subset_is_local(idx):
             out = np.empty((lams.size, idx.size))
             feat = idx < off
             if np.any(feat):
                 pos = np.cumsum(self.active) - 1
-                out[:, feat] = self.sign[idx[feat]] * thetas[:, pos[idx[feat]]]
-            smp = ~feat
+                j = idx[feat]
+                out[:, feat] = self.penalty.active_slack(thetas[:, pos[j]], self.sign[j])
+            smp = (idx >= off) & (idx < poff)
             if np.any(smp):
                 q = idx[smp] - off
                 i = q % self.n
-                Zs = thetas[:, :k] @ self._XA()[i].T
-                if not self.lasso:
-                    Zs += thetas[:, k:k + 1]
-                ell, _, _ = self._loss(Zs, self.y[i])
+                ell, _, _ = self._loss(self._predictor(thetas, self._XA()[i]), i)
                 h1, h2 = self._sample_events(ell, self.code[i], th[:, :1], th[:, 1:])
                 out[:, smp] = np.where(q >= self.n, h2, h1)
+            pcs = idx >= poff
+            if np.any(pcs):
+                i = idx[pcs] - poff
+                Z = self._predictor(thetas, self._XA()[i])
+                out[:, pcs] = self.datafit.piece_distance(Z, self.y[i], self.piece[i])
             return out
-        Z = thetas[:, :k] @ self._XA().T
-        if not self.lasso:
-            Z += thetas[:, k:k + 1]
+        Z = self._predictor(thetas, self._XA())
         ell, l1, _ = self._loss(Z)
         h1, h2 = self._sample_events(ell, None, th[:, :1], th[:, 1:])
-        if not self.lasso:
-            h = np.hstack([h1, h2])
-        else:
-            hf = np.empty((lams.size, self.d))
-            hf[:, self.active] = self.sign[self.active] * thetas[:, :k]
-            if k < self.d:
-                U = sp_v(self.sp, ell, self.code, lams[:, None])
-                hf[:, ~self.active] = 1.0 - np.abs((U * l1) @ self._X_inactive()) / self.lev
-            h = np.hstack([hf, h1, h2])
+        parts = [h1, h2]
+        if off:
+            parts.insert(0, self._feature_events(thetas, ell, l1, lams[:, None]))
+        if self.piecewise:
+            parts.append(self.datafit.piece_distance(Z, self.y, self.piece))
+        h = np.hstack(parts)
         return h if idx is None else h[:, idx]
 
     def event_scale(self, lam: float, idx: NDArray[np.intp] | None = None) -> Array:
         """(Cached for the latest age, sets and coefficient size: do not modify the result.)"""
-        wscale = 1e-3 + float(np.abs(self.w).max(initial=0.0)) if self.lasso else 0.0
+        wscale = 1e-3 + float(np.abs(self.w).max(initial=0.0)) if self.off else 0.0
+        hi = self.sp.thresholds(lam)[1]
         if idx is not None:
-            out = np.full(idx.size, 1.0 + self.sp.thresholds(lam)[1])
-            if self.lasso:
-                feat = idx < self.d
-                out[feat] = np.where(self.active[idx[feat]], wscale, 1.0)
+            out = np.full(idx.size, 1.0 + hi)
+            feat = idx < self.off
+            out[feat] = np.where(self.active[idx[feat]], wscale, 1.0)
+            out[idx >= self.poff] = self.datafit.boundary_scale()
             return out
         key = (lam, wscale)
         hit = self._cache.get("scale")
         if hit is not None and hit[0] == key:
             return hit[1]
-        lo, hi = self.sp.thresholds(lam)
-        s = np.full(2 * self.n, 1.0 + hi)
-        if self.lasso:
-            s = np.concatenate([np.where(self.active, wscale, 1.0), s])
+        parts = [np.full(2 * self.n, 1.0 + hi)]
+        if self.off:
+            parts.insert(0, np.where(self.active, wscale, 1.0))
+        if self.piecewise:
+            parts.append(np.full(self.n, self.datafit.boundary_scale()))
+        s = np.concatenate(parts)
         self._cache["scale"] = (key, s)
         return s
 
     def move(self, positions: NDArray[np.intp], lam: float) -> list[tuple[int, str, str]]:
         moves: list[tuple[int, str, str]] = []
-        off = self.d if self.lasso else 0
         mixed_ok = _has_mixed(self.sp, lam)
         z = self.X @ self.w + self.b
         ell, l1, _ = self._loss(z)
+        vl1: Array | None = None  # v * ell', for features entering the support
         for p in sorted(set(int(q) for q in positions)):
-            if p < off:
+            if p < self.off:
                 j = p
                 if self.active[j]:
                     self.active[j] = False
                     self.w[j] = 0.0
                     self.sign[j] = 0.0
-                    moves.append((j, "A", "inactive"))
+                    moves.append((j, ACTIVE, INACTIVE))
                 else:
-                    v = sp_v(self.sp, ell, self.code, lam)
-                    c = -(self.X[:, j] @ (v * l1)) / self.lev
+                    if vl1 is None:
+                        vl1 = sp_v(self.sp, ell, self.code, lam) * l1
                     self.active[j] = True
                     self.w[j] = 0.0
-                    self.sign[j] = 1.0 if c > 0 else -1.0
-                    moves.append((j, "inactive", "A"))
+                    self.sign[j] = self.penalty.entering_sign(float(self.X[:, j] @ vl1))
+                    moves.append((j, INACTIVE, ACTIVE))
                 continue
-            i = (p - off) % self.n
-            upper = (p - off) >= self.n
+            if p >= self.poff:
+                i = p - self.poff
+                old_piece = int(self.piece[i])
+                new_piece = self.datafit.next_piece(float(z[i]), float(self.y[i]), old_piece)
+                self.piece[i] = new_piece
+                names = self.datafit.piece_names
+                moves.append((i, names[old_piece], names[new_piece]))
+                continue
+            i = (p - self.off) % self.n
+            upper = (p - self.off) >= self.n
             old = int(self.code[i])
             if old == EASY:
                 new = MIXED if mixed_ok else HARD

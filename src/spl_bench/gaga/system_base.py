@@ -19,7 +19,8 @@ partition E / M / D).  For the index sets currently tracked it provides
 The derivatives are derived here from ``F = 0`` directly (not transcribed from
 Props. 1-2, whose printed forms contain errors; see ``docs/gaga.md``):
 
-GLM models (lasso, logistic).  With ``z = Phi theta`` (``Phi`` = active columns
+GLM models (a datafit and a penalty: lasso, logistic, huber; see
+:mod:`~spl_bench.gaga.glm_system`).  With ``z = Phi theta`` (``Phi`` = active columns
 of ``X``, plus a column of ones for an intercept), per-sample loss ``ell(z)``
 with ``ell' = d ell / dz`` and ``ell''``, and ``v = v*(ell, lam)``::
 
@@ -62,22 +63,17 @@ def sp_v(sp: SPRegularizer, ell: Array, code: NDArray[np.int8], lam: Any) -> Arr
 
     ``ell`` holds one loss per sample (shape ``(n,)``) or one row per age (``(m, n)``,
     with ``lam`` a column ``(m, 1)`` of ages).  On the smooth piece ``M`` the closed form
-    is evaluated without clipping, so ``v`` stays smooth up to (and slightly beyond) the
-    set boundary.
+    is evaluated without clipping (:meth:`SPRegularizer.v_mixed`), so ``v`` stays smooth up
+    to (and slightly beyond) the set boundary.
     """
     mid = code == MIXED
     with np.errstate(all="ignore"):
         if mid.all():
-            return sp._v_mixed(_mixed_loss(sp, ell), lam)
+            return sp.v_mixed(ell, lam)
         v = np.broadcast_to((code == EASY).astype(float), ell.shape).copy()
         if mid.any():
-            v[..., mid] = sp._v_mixed(_mixed_loss(sp, ell[..., mid]), lam)
+            v[..., mid] = sp.v_mixed(ell[..., mid], lam)
     return v
-
-
-def _mixed_loss(sp: SPRegularizer, ell: Array) -> Array:
-    """Losses as ``_v_mixed`` takes them: clipped at 1e-100 unless its form is smooth across 0."""
-    return np.maximum(ell, 1e-100) if sp.clip_mixed_loss else ell
 
 
 def sp_weights(
@@ -88,12 +84,12 @@ def sp_weights(
     mid = code == MIXED
     if mid.all():
         with np.errstate(all="ignore"):
-            return (v, *sp._dv_mixed(_mixed_loss(sp, ell), lam))
+            return (v, *sp.dv_mixed(ell, lam))
     dl = np.zeros_like(ell)
     dlam = np.zeros_like(ell)
     if mid.any():
         with np.errstate(all="ignore"):
-            dl[mid], dlam[mid] = sp._dv_mixed(_mixed_loss(sp, ell[mid]), lam)
+            dl[mid], dlam[mid] = sp.dv_mixed(ell[mid], lam)
     return v, dl, dlam
 
 

@@ -13,8 +13,6 @@ from spl_bench.gaga.inner import WeightedSVMDual, canonical_duplicates, weighted
 from spl_bench.gaga.svm_system import SVM_SETS, SVMSystem, svm_kkt
 from spl_bench.gaga.system_base import SAMPLE_SETS, Array, PathSystem, sp_v, sp_weights
 from spl_bench.models import Model
-from spl_bench.models.lasso import LassoModel
-from spl_bench.models.logistic import LogisticModel
 from spl_bench.models.svm import SVMModel
 from spl_bench.sp import SPRegularizer
 
@@ -25,9 +23,13 @@ __all__ = [
 
 
 def make_system(model: Model, sp: SPRegularizer, X: Array, y: Array) -> PathSystem:
-    """The system for ``model`` (lasso, logistic or svm)."""
+    """The system for ``model``: the kernel SVM's dual system, or the GLM system of any model
+    made of a (piecewise) smooth datafit and a penalty (lasso, logistic, huber)."""
     if isinstance(model, SVMModel):
         return SVMSystem(model, sp, X, y)
-    if isinstance(model, LassoModel | LogisticModel):
+    datafit = getattr(model, "datafit", None)
+    if datafit is not None and datafit.smooth and getattr(model, "penalty", None) is not None:
         return GLMSystem(model, sp, X, y)
-    raise ConfigError(f"GAGA supports the models lasso, logistic and svm, not {model.name!r}")
+    raise ConfigError(
+        f"GAGA supports the svm model and models with a smooth datafit and a penalty, not {model.name!r}"
+    )

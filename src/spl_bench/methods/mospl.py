@@ -51,8 +51,6 @@ from spl_bench.methods._acs_solvers import WeightedFits, make_inner_solver, solv
 from spl_bench.methods._moo_backends import BACKENDS, REF_DIRS, MOOResult, non_dominated, run_nsga3
 from spl_bench.methods.base import Array, SPLEstimator
 from spl_bench.models import Model, Params
-from spl_bench.models.lasso import LassoModel
-from spl_bench.models.logistic import LogisticModel
 from spl_bench.models.svm import SVMModel, resolve_gamma
 from spl_bench.sp import SPRegularizer, get_sp
 
@@ -118,7 +116,8 @@ class MOSPLProblem:
     Parameters
     ----------
     model : Model
-        A :class:`LassoModel`, :class:`LogisticModel` or :class:`SVMModel`.
+        A linear model made of a datafit and a penalty (:class:`~spl_bench.models.glm.GLMModel`:
+        lasso, logistic, huber) or the kernel :class:`SVMModel`.
     sp : SPRegularizer
         An SP-regularizer linear in the age (see :func:`check_age_linear`).
     X, y : arrays
@@ -135,35 +134,39 @@ class MOSPLProblem:
         self.X = X
         self.y = y
         n, d = X.shape
-        if isinstance(model, LassoModel):
-            self.kind = "lasso"
-            self.n_theta = d
-        elif isinstance(model, LogisticModel):
-            self.kind = "logistic"
-            self.n_theta = d + 1
-        elif isinstance(model, SVMModel):
+        self.d = d
+        #: the per-sample loss of the decision values (every model here has one)
+        self.datafit = getattr(model, "datafit", None)
+        if isinstance(model, SVMModel):
             self.kind = "svm"
             self.n_theta = n + 1
             if n * n * 8 > 4e9:
                 raise ConfigError(f"MOSPL with the kernel SVM needs the {n} x {n} kernel matrix (> 4 GB)")
             self.gamma = resolve_gamma(model.gamma, X)
             self.K = model.kernel_matrix(X, X, self.gamma)
+        elif self.datafit is not None and getattr(model, "penalty", None) is not None:
+            # a linear model: theta = w, plus b if the penalty leaves an intercept
+            self.kind = "glm"
+            self.penalty = model.penalty
+            self.icpt = bool(self.penalty.has_intercept)
+            self.n_theta = d + 1 if self.icpt else d
         else:
-            raise ConfigError(f"MOSPL supports the lasso, logistic and svm models, not {model.name!r}")
+            raise ConfigError(
+                f"MOSPL supports the svm model and models with a datafit and a penalty, not {model.name!r}"
+            )
         self.n_var = self.n_theta + 1
 
     # ------------------------------------------------------------- pieces
     def decision_and_reg(self, G: Array) -> tuple[Array, Array]:
         """Decision values ``(p, n)`` and regulariser ``R(theta)`` ``(p,)`` of each genome."""
         T = G[:, : self.n_theta]
-        if self.kind == "lasso":
-            D = T @ self.X.T
-            R = self.model.penalty_level(len(self.y)) * np.abs(T).sum(axis=1)
-        elif self.kind == "logistic":
-            W, b = T[:, :-1], T[:, -1]
-            D = W @ self.X.T + b[:, None]
-            R = 0.5 * np.einsum("pj,pj->p", W, W)
-        else:
+        if self.kind == "glm":
+            W = T[:, : self.d]
+            D = W @ self.X.T
+            if self.icpt:
+                D = D + T[:, -1][:, None]
+            R = self.penalty.value(W, len(self.y))
+        else:  # the kernel expansion
             B, b = T[:, :-1], T[:, -1]
             KB = B @ self.K  # K is symmetric
             D = KB + b[:, None]
@@ -171,13 +174,8 @@ class MOSPLProblem:
         return D, R
 
     def losses_from_decision(self, D: Array) -> Array:
-        """Per-sample losses ``ell_i`` (the formulas of :mod:`spl_bench.models`), shape ``(p, n)``."""
-        y = self.y
-        if self.kind == "lasso":
-            return 0.5 * (y - D) ** 2
-        if self.kind == "logistic":
-            return self.model.C * np.logaddexp(0.0, -y * D)
-        return self.model.C * np.maximum(0.0, 1.0 - y * D)
+        """Per-sample losses ``ell_i`` (the model's datafit), shape ``(p, n)``."""
+        return self.datafit.value(D, self.y)
 
     def weights(self, L: Array, z: Array) -> Array:
         """Induced weights ``v*(ell, 1/z) = v*(z ell, 1)`` of each row of ``L`` (``z = 0``: ``v = 1``)."""
@@ -210,10 +208,8 @@ class MOSPLProblem:
     def params(self, g: Array) -> Params:
         """The model :class:`Params` of one genome (its ``theta`` part)."""
         theta = np.asarray(g, dtype=float)[: self.n_theta]
-        if self.kind == "lasso":
-            return Params(coef=theta.copy())
-        if self.kind == "logistic":
-            return Params(coef=theta[:-1].copy(), intercept=float(theta[-1]))
+        if self.kind == "glm":
+            return Params(coef=theta[: self.d].copy(), intercept=float(theta[-1]) if self.icpt else 0.0)
         # dual_coef a_j with a_j y_j = beta_j, so decision_function gives K beta + b
         return Params(
             dual_coef=theta[:-1] * self.y,
@@ -225,10 +221,9 @@ class MOSPLProblem:
 
     def theta(self, params: Params) -> Array:
         """The ``theta`` part of a genome for fitted model :class:`Params`."""
-        if self.kind == "lasso":
-            return np.asarray(params.coef, dtype=float).copy()
-        if self.kind == "logistic":
-            return np.append(params.coef, params.intercept)
+        if self.kind == "glm":
+            coef = np.asarray(params.coef, dtype=float)
+            return np.append(coef, params.intercept) if self.icpt else coef.copy()
         return np.append(params.dual_coef * params.y_fit, params.intercept)
 
     def g_at_one(self) -> float:
@@ -349,12 +344,11 @@ class MOSPL(SPLEstimator):
     def _box(self, prob: MOSPLProblem, theta_full: Array) -> tuple[Array, Array]:
         """Search box ``[xl, xu]`` of the genome ``[theta, z]``."""
         s = float(self.bound_scale)
-        if prob.kind == "lasso":
-            half = np.full(prob.n_theta, s * max(float(np.abs(theta_full).max(initial=0.0)), 1e-3))
-        elif prob.kind == "logistic":
-            hw = s * max(float(np.abs(theta_full[:-1]).max(initial=0.0)), 1e-3)
-            hb = s * max(abs(float(theta_full[-1])), 1.0)
-            half = np.append(np.full(prob.n_theta - 1, hw), hb)
+        if prob.kind == "glm":
+            hw = s * max(float(np.abs(theta_full[: prob.d]).max(initial=0.0)), 1e-3)
+            half = np.full(prob.n_theta, hw)
+            if prob.icpt:
+                half[-1] = s * max(abs(float(theta_full[-1])), 1.0)
         else:
             hb = s * max(abs(float(theta_full[-1])), 1.0)
             half = np.append(np.full(prob.n_theta - 1, prob.model.C), hb)

@@ -11,7 +11,7 @@ REGISTRY: Registry[Model] = Registry("model")
 
 
 def get_model(name: str | Model, **params: Any) -> Model:
-    """Create the model called ``name`` (``lasso``, ``logistic``, ``svm``)."""
+    """Create the model called ``name`` (``lasso``, ``logistic``, ``svm``, ``huber``)."""
     return REGISTRY.create(name, **params)
 
 

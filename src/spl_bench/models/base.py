@@ -52,7 +52,19 @@ class Params:
         )
 
 
-class Model(ABC):
+class Described:
+    """``get_params`` (hyper-parameters as a plain dict) and a ``repr`` built from it."""
+
+    def get_params(self) -> dict[str, Any]:
+        """Hyper-parameters as a plain dict."""
+        return {}
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+
+class Model(Described, ABC):
     """A convex learning model usable inside SPL.
 
     Subclasses register themselves in :data:`spl_bench.models.REGISTRY`.
@@ -61,14 +73,6 @@ class Model(ABC):
     name: str = "base"
     #: ``"regression"`` or ``"classification"`` (binary, labels -1 / +1).
     task: str = "regression"
-
-    def get_params(self) -> dict[str, Any]:
-        """Model hyper-parameters as a plain dict."""
-        return {}
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"
 
     # ------------------------------------------------------------------ data
     def check_y(self, y: NDArray[Any]) -> Array:

@@ -15,12 +15,15 @@ from sklearn.linear_model import Lasso
 
 from spl_bench.errors import check_positive
 from spl_bench.models import REGISTRY
-from spl_bench.models.base import Array, Model, Params
+from spl_bench.models.base import Array, Params
+from spl_bench.models.datafits import Quadratic
+from spl_bench.models.glm import GLMModel
+from spl_bench.models.penalties import L1
 
 
 @REGISTRY.register("lasso")
-class LassoModel(Model):
-    """Squared loss with an L1 penalty ``n alpha ||w||_1``."""
+class LassoModel(GLMModel):
+    """Squared loss with an L1 penalty ``n alpha ||w||_1`` (datafit :class:`Quadratic`, penalty :class:`L1`)."""
 
     task = "regression"
 
@@ -28,22 +31,15 @@ class LassoModel(Model):
         self.alpha = check_positive("lasso alpha", alpha)
         self.tol = float(tol)
         self.max_iter = int(max_iter)
+        self.datafit = Quadratic()
+        self.penalty = L1(self.alpha)
 
     def get_params(self) -> dict[str, float]:
         return {"alpha": self.alpha}
 
-    def decision_function(self, params: Params, X: Array) -> Array:
-        return X @ params.coef
-
-    def losses(self, params: Params, X: Array, y: Array) -> Array:
-        return 0.5 * (y - X @ params.coef) ** 2
-
-    def regularizer(self, params: Params, n_samples: int) -> float:
-        return float(self.penalty_level(n_samples) * np.abs(params.coef).sum())
-
     def penalty_level(self, n: int) -> float:
         """``n alpha``, the L1 weight of the objective."""
-        return n * self.alpha
+        return self.penalty.level(n)
 
     def fit_weighted(self, X: Array, y: Array, v: Array, warm: Params | None = None) -> Params:
         n, d = X.shape
@@ -65,12 +61,3 @@ class LassoModel(Model):
             warnings.simplefilter("ignore", ConvergenceWarning)
             est.fit(X * s[:, None], y * s)
         return Params(coef=np.asarray(est.coef_, dtype=float).copy())
-
-    def kkt_violation(self, params: Params, X: Array, y: Array, v: Array) -> float:
-        """Subgradient condition ``X^T (v r) in n alpha d|w|_1``, relative to ``n alpha``."""
-        w = params.coef
-        lev = self.penalty_level(len(y))
-        corr = X.T @ (v * (y - X @ w))
-        nz = w != 0
-        viol = np.where(nz, np.abs(corr - lev * np.sign(w)), np.maximum(np.abs(corr) - lev, 0.0))
-        return float(viol.max(initial=0.0) / lev)

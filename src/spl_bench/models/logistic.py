@@ -8,18 +8,21 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from scipy.special import expit
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 
 from spl_bench.errors import check_positive
 from spl_bench.models import REGISTRY
-from spl_bench.models.base import Array, Model, Params
+from spl_bench.models.base import Array, Params
+from spl_bench.models.datafits import Logistic
+from spl_bench.models.glm import GLMModel
+from spl_bench.models.penalties import L2
 
 
 @REGISTRY.register("logistic")
-class LogisticModel(Model):
-    """L2-regularised logistic regression with per-sample weight ``C v_i``."""
+class LogisticModel(GLMModel):
+    """L2-regularised logistic regression with per-sample weight ``C v_i`` (datafit
+    :class:`Logistic`, penalty :class:`L2`)."""
 
     task = "classification"
 
@@ -27,24 +30,16 @@ class LogisticModel(Model):
         self.C = check_positive("logistic C", C)
         self.tol = float(tol)
         self.max_iter = int(max_iter)
+        self.datafit = Logistic(self.C)
+        self.penalty = L2()
 
     def get_params(self) -> dict[str, float]:
         return {"C": self.C}
 
-    def decision_function(self, params: Params, X: Array) -> Array:
-        return X @ params.coef + params.intercept
-
-    def losses(self, params: Params, X: Array, y: Array) -> Array:
-        return self.C * np.logaddexp(0.0, -y * self.decision_function(params, X))
-
-    def regularizer(self, params: Params, n_samples: int) -> float:
-        return float(0.5 * params.coef @ params.coef)
-
     def gradient(self, params: Params, X: Array, y: Array, v: Array) -> tuple[Array, float]:
         """Gradient of the v-weighted objective with respect to ``(w, b)``."""
-        m = y * self.decision_function(params, X)
-        s = -self.C * v * y * expit(-m)  # d(v_i ell_i)/d f_i
-        return params.coef + X.T @ s, float(s.sum())
+        gw, gb = self.data_gradient(params, X, y, v)
+        return params.coef + gw, gb
 
     def fit_weighted(self, X: Array, y: Array, v: Array, warm: Params | None = None) -> Params:
         d = X.shape[1]
@@ -74,9 +69,3 @@ class LogisticModel(Model):
         else:
             b = 0.0
         return Params(coef=np.zeros(d), intercept=b)
-
-    def kkt_violation(self, params: Params, X: Array, y: Array, v: Array) -> float:
-        """``||grad||_inf / (1 + ||w||_inf)`` of the v-weighted objective."""
-        gw, gb = self.gradient(params, X, y, v)
-        scale = 1.0 + float(np.abs(params.coef).max(initial=0.0))
-        return float(max(np.abs(gw).max(initial=0.0), abs(gb)) / scale)

@@ -17,6 +17,7 @@ from sklearn.svm import SVC
 from spl_bench.errors import ConfigError, check_positive
 from spl_bench.models import REGISTRY
 from spl_bench.models.base import Array, Model, Params
+from spl_bench.models.datafits import Hinge
 
 
 def resolve_gamma(gamma: float | str, X: Array) -> float:
@@ -101,6 +102,8 @@ class SVMModel(Model):
         self.gamma = gamma if gamma in ("scale", "auto") else check_positive("svm gamma", gamma)
         self.tol = float(tol)
         self.cache_size = float(cache_size)
+        #: the per-sample loss of ``f(x)`` (value only: the dual is solved, not the primal)
+        self.datafit = Hinge(self.C)
 
     def get_params(self) -> dict[str, object]:
         return {"C": self.C, "kernel": self.kernel, "gamma": self.gamma}
@@ -121,7 +124,7 @@ class SVMModel(Model):
         return K @ ay[nz] + params.intercept
 
     def losses(self, params: Params, X: Array, y: Array) -> Array:
-        return self.C * np.maximum(0.0, 1.0 - y * self.decision_function(params, X))
+        return self.datafit.value(self.decision_function(params, X), y)
 
     def regularizer(self, params: Params, n_samples: int) -> float:
         ay = params.dual_coef * params.y_fit

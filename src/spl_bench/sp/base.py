@@ -78,6 +78,27 @@ class SPRegularizer(ABC):
     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """``(dv*/dell, dv*/dlam)`` for losses strictly inside ``(lo, hi)``."""
 
+    # ---------------------------------------------- the smooth piece M, public
+    def mixed_loss(self, ell: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Losses as :meth:`_v_mixed` takes them: clipped at 1e-100 unless :attr:`clip_mixed_loss`
+        is ``False`` (a closed form smooth across 0)."""
+        return np.maximum(ell, 1e-100) if self.clip_mixed_loss else ell
+
+    def v_mixed(self, ell: NDArray[np.float64], lam: float | NDArray[np.float64]) -> NDArray[np.float64]:
+        """The closed form of ``v*`` on the piece ``M``, continued beyond it (not clipped to [0, 1]).
+
+        For a path engine that tracks the sets: the weight stays smooth up to (and slightly
+        beyond) the boundary of ``M``.  Broadcasts: ``ell`` of shape ``(m, n)`` with ``lam`` a
+        column ``(m, 1)`` of ages.  The losses are clipped as :meth:`mixed_loss` says.
+        """
+        return self._v_mixed(self.mixed_loss(ell), lam)
+
+    def dv_mixed(
+        self, ell: NDArray[np.float64], lam: float
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``(dv/dell, dv/dlam)`` of :meth:`v_mixed` (one age)."""
+        return self._dv_mixed(self.mixed_loss(ell), lam)
+
     # ------------------------------------------------------ derived, generic
     def partition(self, ell: ArrayLike, lam: float) -> NDArray[np.int8]:
         """Set code (:data:`EASY`, :data:`MIXED`, :data:`HARD`) of each loss."""
