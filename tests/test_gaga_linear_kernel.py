@@ -161,3 +161,36 @@ def test_linear_kernel_path_is_exact_on_a_subsample(name, sp_name, lam_range):
 @pytest.mark.parametrize(("name", "n"), [("breast_cancer", 250), ("digits", 250), ("breast_cancer", 300)])
 def test_linear_kernel_path_is_exact_over_the_whole_range(name, n, sp_name):
     check_path(name, sp_name, n, (0.1, 20.0), n_ages=40, time_limit=60.0)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_low_rank_weighted_dual_by_highs_is_exact(seed):
+    """The HiGHS route of the weighted dual (``factor`` given: ``Q = G G^T``) from a cold start and
+    after weights change on samples at their bound, where guess-and-check gives up on these
+    degenerate duals: the natural residual with margins recomputed from ``a`` and ``b``
+    (independent of the solver) <= 1e-9, and the dual objective no worse than the primal
+    active-set method's (which shares no code with HiGHS)."""
+    from spl_bench.gaga.inner import WeightedSVMDual, low_rank_factor
+
+    X, y = digits_3_vs_8(240, seed=seed, flip=0.3)
+    n = len(y)
+    rng = np.random.default_rng(seed)
+    Q = (X @ X.T) * np.outer(y, y)
+    solver = WeightedSVMDual(Q, y, factor=low_rank_factor("linear", X, y))
+    reference = WeightedSVMDual(Q, y)  # no factor: guess-and-check, then the primal active set
+    v = np.clip(rng.uniform(-0.2, 1.3, n), 0.0, 1.0)
+    a = np.zeros(n)
+    for step in range(3):
+        out = solver.fit(C * v, a)
+        assert out is not None
+        a, b, _ = out
+        g = margins(X, y, a, b)
+        assert svm_natural_residual(a, g, v, y, C) <= 1e-9, step
+        ref = reference._active_set_qp(C * v, np.zeros(n))
+        if ref is not None:
+            assert 0.5 * a @ Q @ a - a.sum() <= 0.5 * ref[0] @ Q @ ref[0] - ref[0].sum() + 1e-8
+        at_bound = np.flatnonzero(np.isclose(a, C * v) & (v > 0))
+        j = rng.choice(at_bound, min(8, at_bound.size), replace=False)
+        v = v.copy()
+        v[j] = rng.uniform(0.0, 1.0, j.size)  # weights of bound samples change, as in ACS
+    assert solver.n_highs >= 1  # the route under test was taken

@@ -946,8 +946,10 @@ def age_path(
     X, y : arrays
         Training data (classification labels in {-1, +1}).  Lasso has no
         intercept, so centre ``X`` and ``y`` first.
-    model : {"lasso", "logistic", "svm"} or Model
-        The learning model (objective conventions of ``docs/conventions.md``).
+    model : {"lasso", "logistic", "huber", "svm"} or Model
+        The learning model (objective conventions of ``docs/conventions.md``): any model
+        with a ``datafit`` and a ``penalty`` (``spl_bench.models.datafits`` / ``penalties``),
+        or the kernel SVM.
     sp : {"linear", "mixture", "hard", "log", "polynomial"} or SPRegularizer
         The SP-regularizer; ``sp_params`` are passed to it (``gamma`` for mixture).
     lam_range : (float, float)
@@ -989,7 +991,9 @@ def age_path(
     opts = options or EngineOptions()
     if opts.method not in ODE_METHODS:
         raise ConfigError(f"unknown ODE solver {opts.method!r}; choose one of {', '.join(ODE_METHODS)}")
-    groups = ColumnGroups.find(X) if mdl.name == "lasso" else None
+    # duplicated columns are merged where the penalty allows it (L1 without an intercept)
+    merge = getattr(getattr(mdl, "penalty", None), "merges_duplicate_columns", False)
+    groups = ColumnGroups.find(X) if merge else None
     if groups is not None and groups.trivial:
         groups = None
     X_path = X if groups is None else np.ascontiguousarray(X[:, groups.keep])

@@ -97,6 +97,61 @@ def weighted_lasso(X: Array, y: Array, v: Array, lev: float, w0: Array, max_iter
     return None
 
 
+def low_rank_factor(kernel: str, X: Array, y: Array) -> Array | None:
+    """``G = y * X`` with ``Q = G G^T`` for a linear kernel with fewer features than rows (the
+    ``factor`` of :class:`WeightedSVMDual`), else ``None``."""
+    if kernel != "linear" or X.shape[1] >= X.shape[0]:
+        return None
+    return np.ascontiguousarray(y[:, None] * X)
+
+
+def highs_svm_dual(G: Array, y: Array, u: Array, tol: float = 1e-10) -> Array | None:
+    """The dual ``min 1/2 a^T Q a - 1^T a``, ``0 <= a <= u``, ``y^T a = 0`` for ``Q = G G^T`` by HiGHS.
+
+    With ``G`` of shape ``(n, r)`` (a linear kernel: ``G = y * X``, ``r = d``) the QP is passed
+    as ``min 1/2 ||w||^2 - 1^T a`` subject to ``G^T a - w = 0`` and ``y^T a = 0``: a Hessian of
+    order ``r`` and ``(n + 1) r`` constraint entries instead of a dense ``n x n`` Hessian.
+    HiGHS's active-set QP solver is exact up to its feasibility tolerances (``tol``); the
+    caller checks the sets of its solution with an LU solve.  ``None`` unless HiGHS reports
+    an optimum.
+    """
+    import highspy  # the QP solver of HiGHS (scipy bundles only its LP/MIP front ends)
+
+    n, r = G.shape
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("primal_feasibility_tolerance", tol)
+    h.setOptionValue("dual_feasibility_tolerance", tol)
+    inf = highspy.kHighsInf
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = n + r, r + 1
+    lp.col_cost_ = np.concatenate([-np.ones(n), np.zeros(r)])
+    lp.col_lower_ = np.concatenate([np.zeros(n), np.full(r, -inf)])
+    lp.col_upper_ = np.concatenate([u, np.full(r, inf)])
+    lp.row_lower_ = lp.row_upper_ = np.zeros(r + 1)
+    # column-wise constraint matrix: a_i has G[i, :] in rows 0..r-1 and y_i in row r; w_j has -1 in row j
+    rows_a = np.append(np.arange(r), r)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = np.concatenate([np.arange(n + 1) * (r + 1), n * (r + 1) + np.arange(1, r + 1)])
+    lp.a_matrix_.index_ = np.concatenate([np.tile(rows_a, n), np.arange(r)]).astype(np.int32)
+    lp.a_matrix_.value_ = np.concatenate([np.column_stack([G, y]).ravel(), -np.ones(r)])
+    model = highspy.HighsModel()
+    model.lp_ = lp
+    hess = highspy.HighsHessian()  # identity on the w block (lower triangle, column-wise)
+    hess.dim_ = n + r
+    hess.format_ = highspy.HessianFormat.kTriangular
+    hess.start_ = np.concatenate([np.zeros(n + 1), np.arange(1, r + 1)]).astype(np.int32)
+    hess.index_ = np.arange(n, n + r, dtype=np.int32)
+    hess.value_ = np.ones(r)
+    model.hessian_ = hess
+    h.passModel(model)
+    h.run()
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        return None
+    a = np.asarray(h.getSolution().col_value[:n], dtype=float)
+    return np.clip(a, 0.0, u) if np.isfinite(a).all() else None
+
+
 class WeightedSVMDual:
     """Exact warm-started active-set solver of the v-weighted SVM dual on a fixed kernel.
 
@@ -113,7 +168,11 @@ class WeightedSVMDual:
         [y_Z^T   0 ] [ b ] = [  -y_P^T u_P ]
 
     checked against every KKT condition; violators change sets and the system is
-    solved again (at most ``max_rounds`` times, else ``None``: the caller uses libsvm).
+    solved again (at most ``max_rounds`` times).  Where that gives up (with a low-rank
+    ``Q`` its systems are singular once more than ``rank Q + 1`` samples are guessed free),
+    a low-rank ``Q = G G^T`` is solved by HiGHS (:func:`highs_svm_dual`) and its sets are
+    checked in the same way, then :meth:`_active_set_qp` tries; ``None`` if all fail (the
+    caller uses libsvm).
     The matrix depends on ``Z`` only, and during ACS only ``u`` changes from one
     iteration to the next while ``Z`` seldom does, so its factorisation is kept
     (:class:`~spl_bench.gaga.linalg.Factor`: duplicated samples in ``Z`` are merged,
@@ -122,9 +181,11 @@ class WeightedSVMDual:
     """
 
     def __init__(self, Q: Array, y: Array, tol: float = 1e-9, max_rounds: int = 30,
-                 duplicates: NDArray[np.intp] | None = None) -> None:
+                 duplicates: NDArray[np.intp] | None = None, factor: Array | None = None) -> None:
         self.Q = Q
         self.y = y
+        #: ``G`` with ``Q = G G^T`` when ``Q`` has low rank (a linear kernel: ``G = y * X``)
+        self.factor = factor
         self.duplicates = duplicates  # group label of each sample (identical x and y), if any
         self.canon = canonical_duplicates(duplicates)
         self.tol = tol
@@ -136,23 +197,64 @@ class WeightedSVMDual:
         self.last_u: Array | None = None  # the box of the latest solution
         self.n_fits = 0
         self.n_fallbacks = 0
+        self.n_highs = 0
 
     def fit(self, u: Array, a0: Array) -> tuple[Array, float, Array] | None:
-        """``(a, b, g)`` solving the dual with box ``[0, u]``, warm-started from ``a0``; or ``None``."""
+        """``(a, b, g)`` solving the dual with box ``[0, u]``, warm-started from ``a0``; or ``None``.
+
+        Guess-and-check from the sets of ``a0`` first; where it gives up, with a low-rank factor
+        the QP solved by HiGHS and its sets checked the same way (exact to the LU's precision);
+        then the primal active-set method of :meth:`_active_set_qp`.
+        """
         self.n_fits += 1
         live = u > 0
         last = self._last
         if last is not None and last[0] is a0:
             Z, P = last[1] & live, last[2] & live
         else:
-            scale = np.maximum(u, 1e-300)
-            Z = live & (a0 > 1e-8 * scale) & (a0 < (1.0 - 1e-8) * u)
-            P = live & ~Z & (a0 >= (1.0 - 1e-8) * u)
+            Z, P = self._sets_of(a0, u)
+        out = self._guess_and_check(u, Z, P)
+        if out is not None:
+            return out
+        start = a0
+        if self.factor is not None:
+            a_qp = highs_svm_dual(self.factor, self.y, u)
+            if a_qp is not None:
+                self.n_highs += 1
+                out = self._guess_and_check(u, *self._sets_of(a_qp, u))
+                if out is not None:
+                    return out
+                start = a_qp
+        out = self._active_set_qp(u, start)
+        if out is not None:
+            return out
+        self.n_fallbacks += 1
+        self._last = None
+        return None
+
+    @staticmethod
+    def _sets_of(a: Array, u: Array) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+        """The free and upper-bound sets of ``a`` in the box ``[0, u]`` (relative slack 1e-8)."""
+        live = u > 0
+        scale = np.maximum(u, 1e-300)
+        Z = live & (a > 1e-8 * scale) & (a < (1.0 - 1e-8) * u)
+        P = live & ~Z & (a >= (1.0 - 1e-8) * u)
+        return Z, P
+
+    def _guess_and_check(self, u: Array, Z: NDArray[np.bool_], P: NDArray[np.bool_]
+                         ) -> tuple[Array, float, Array] | None:
+        """Solve the equality system of the sets ``(Z, P)``, move the violators, repeat; ``None``
+        when a system has no exact solution or the sets do not settle in ``max_rounds``."""
+        live = u > 0
         tol, tol_a = self.tol, self.tol * max(float(u.max(initial=0.0)), 1e-300)
         Q, y = self.Q, self.y
         seen: set[bytes] = set()
         fresh = False  # the factor of this round's Z was made afresh after an inaccurate update
-        for rounds in range(self.max_rounds):
+        prev: tuple[NDArray[np.bool_], NDArray[np.bool_]] | None = None  # the previous round's sets
+        single = False  # move one violator per round (after a singular system)
+        rounds, limit = -1, self.max_rounds
+        while rounds + 1 < limit:
+            rounds += 1
             z = np.flatnonzero(Z)
             if z.size == 0:
                 break
@@ -181,7 +283,12 @@ class WeightedSVMDual:
                     self._factor = (key, self._kkt_factor(z, update=False), Qz)
                     fresh = True
                     continue
-                break  # a singular system without an exact solution: libsvm decides
+                if prev is not None and not single:
+                    # a singular system (more free samples than the rank of Q allows): back to
+                    # the previous sets, and from there one violator at a time
+                    (Z, P), single, limit = prev, True, limit + self.max_rounds
+                    continue
+                break  # a singular system without an exact solution: the fallbacks decide
             low = Z & (a < -tol_a)
             high = Z & (a > u + tol_a)
             N = live & ~Z & ~P
@@ -193,7 +300,7 @@ class WeightedSVMDual:
                 self.last_u = u
                 return a, b, g
             seen.add(key + np.flatnonzero(P).tobytes())
-            if rounds >= 2 and len(seen) <= rounds:  # a configuration came back: one index at a time
+            if single or (rounds >= 2 and len(seen) <= rounds):  # one index at a time (also after a cycle)
                 viol = np.zeros(Z.size)
                 viol[low] = -a[low] / tol_a * tol
                 viol[high] = (a[high] - u[high]) / tol_a * tol
@@ -202,13 +309,9 @@ class WeightedSVMDual:
                 keep = np.zeros(Z.size, dtype=bool)
                 keep[int(np.argmax(viol))] = True
                 low, high, up, down = low & keep, high & keep, up & keep, down & keep
+            prev = (Z, P)
             Z = (Z & ~low & ~high) | up | down
             P = (P & ~down) | high
-        out = self._active_set_qp(u, a0)
-        if out is not None:
-            return out
-        self.n_fallbacks += 1
-        self._last = None
         return None
 
     def _active_set_qp(self, u: Array, a0: Array) -> tuple[Array, float, Array] | None:

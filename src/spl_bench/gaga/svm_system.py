@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from spl_bench.gaga.inner import WeightedSVMDual, canonical_duplicates
+from spl_bench.gaga.inner import WeightedSVMDual, canonical_duplicates, low_rank_factor
 from spl_bench.gaga.linalg import (
     AnyFactor,
     Factor,
@@ -69,7 +69,8 @@ class SVMSystem(PathSystem):
         self.duplicates: NDArray[np.intp] | None = np.asarray(dup).ravel() if np.any(counts > 1) else None
         self._canon = canonical_duplicates(self.duplicates)
         #: ACS steps: the exact warm-started active-set fit first (libsvm when it gives up)
-        self.dual_solver: WeightedSVMDual | None = WeightedSVMDual(self.Q, y, duplicates=self.duplicates)
+        self.dual_solver: WeightedSVMDual | None = WeightedSVMDual(
+            self.Q, y, duplicates=self.duplicates, factor=low_rank_factor(model.kernel, X, y))
         self._last_fit: tuple[Array, float, Array] | None = None  # (a, b, g) of its latest fit
         # recent Schur blocks by (E_Z, M) and factorisations of the margin block by E_Z (SCHUR_CACHE)
         self._blocks_lru: OrderedDict[tuple[bytes, bytes], SchurBlocks] = OrderedDict()

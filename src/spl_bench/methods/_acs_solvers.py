@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 
 from spl_bench.errors import ConfigError
 from spl_bench.gaga.engine import ColumnGroups
-from spl_bench.gaga.inner import WeightedSVMDual, weighted_lasso
+from spl_bench.gaga.inner import WeightedSVMDual, low_rank_factor, weighted_lasso
 from spl_bench.models import Model, Params
 from spl_bench.models.lasso import LassoModel
 from spl_bench.models.svm import SVMModel, libsvm_fit, resolve_gamma
@@ -88,8 +88,9 @@ class _ACSDual(WeightedSVMDual):
     there).  ACS then fits that step by libsvm instead, as the model's solver would.
     """
 
-    def __init__(self, Q: Array, y: Array, duplicates: NDArray[np.intp] | None, qp_fallback: bool) -> None:
-        super().__init__(Q, y, duplicates=duplicates)
+    def __init__(self, Q: Array, y: Array, duplicates: NDArray[np.intp] | None, qp_fallback: bool,
+                 factor: Array | None = None) -> None:
+        super().__init__(Q, y, duplicates=duplicates, factor=factor)
         self.qp_fallback = qp_fallback
 
     def _active_set_qp(self, u: Array, a0: Array) -> tuple[Array, float, Array] | None:
@@ -128,7 +129,8 @@ class ExactSVMFits:
                                    return_counts=True)
         self.duplicates = np.asarray(dup).ravel() if np.any(counts > 1) else None
         # the exact fallback of the dual solver only where its free sets are small (linear kernel)
-        self.dual = _ACSDual(self.Q, y, self.duplicates, qp_fallback=model.kernel == "linear")
+        self.dual = _ACSDual(self.Q, y, self.duplicates, qp_fallback=model.kernel == "linear",
+                             factor=low_rank_factor(model.kernel, X, y))
         self._last: tuple[Array, float, Array] | None = None  # (a, b, g) of the latest fit
         self.n_fits = 0
         self.n_libsvm = 0

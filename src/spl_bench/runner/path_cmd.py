@@ -24,10 +24,11 @@ import numpy as np
 
 from spl_bench.errors import ConfigError, check_int, check_number, unknown_key
 
-MODEL_KEYS = {"lasso": ("alpha",), "logistic": ("C",), "svm": ("C", "kernel", "gamma")}
+MODEL_KEYS = {"lasso": ("alpha",), "logistic": ("C",), "huber": ("alpha", "delta"),
+              "svm": ("C", "kernel", "gamma")}
 #: every key ``spl-bench path`` understands; anything else is refused (a typo must not be ignored)
-KEYS = ("model", "sp", "data", "alpha", "C", "kernel", "gamma", "sp_gamma", "lam_min", "lam_max", "seed", "run",
-        "noise_rate", "noise_kind", "out", "ode_method", "progress")  # fmt: skip
+KEYS = ("model", "sp", "data", "alpha", "delta", "C", "kernel", "gamma", "sp_gamma", "lam_min", "lam_max", "seed",
+        "run", "noise_rate", "noise_kind", "out", "ode_method", "progress")  # fmt: skip
 
 
 def _parse(argv: list[str]) -> dict[str, str]:
@@ -66,12 +67,12 @@ def main(argv: list[str]) -> int:
     data = a.get("data", "diabetes")
     if model not in MODEL_KEYS:
         raise ConfigError(f"unknown model {model!r}; valid models: {', '.join(MODEL_KEYS)}")
-    for k in ("alpha", "C", "kernel", "gamma"):
+    for k in ("alpha", "delta", "C", "kernel", "gamma"):
         if k in a and k not in MODEL_KEYS[model]:
             raise ConfigError(f"{k} is not a parameter of model {model!r} (its parameters: "
                               f"{', '.join(MODEL_KEYS[model])})")
     mparams = {k: _num(k, a[k]) for k in MODEL_KEYS[model] if k in a}
-    if model == "lasso":
+    if model in ("lasso", "huber"):
         mparams.setdefault("alpha", 0.005)
     if "sp_gamma" in a and sp != "mixture":
         raise ConfigError(f"sp_gamma is a parameter of sp=mixture only, not of sp={sp}")
