@@ -194,3 +194,34 @@ def test_low_rank_weighted_dual_by_highs_is_exact(seed):
         v = v.copy()
         v[j] = rng.uniform(0.0, 1.0, j.size)  # weights of bound samples change, as in ACS
     assert solver.n_highs >= 1  # the route under test was taken
+
+
+def test_low_rank_correction_recovers_the_exact_point_from_a_nearby_one():
+    """``_correct`` (one minimum-norm step on the equations of the sets) from the exact solution
+    moved by 1e-6 within the box and off ``y^T a = 0``, as HiGHS's points are: back within 1e-9
+    of the KKT conditions (margins recomputed from ``a`` and ``b``); from a point with the wrong
+    sets (a free sample pushed to its bound) it returns ``None``, never a wrong point."""
+    from spl_bench.gaga.inner import WeightedSVMDual, low_rank_factor
+
+    X, y = digits_3_vs_8(200, seed=4, flip=0.3)
+    n = len(y)
+    rng = np.random.default_rng(4)
+    Q = (X @ X.T) * np.outer(y, y)
+    solver = WeightedSVMDual(Q, y, factor=low_rank_factor("linear", X, y))
+    v = np.clip(rng.uniform(-0.2, 1.3, n), 0.0, 1.0)
+    a, _, _ = solver.fit(C * v, np.zeros(n))
+    Z, P = solver._sets_of(a, C * v)
+    near = a + np.where(Z, 1e-6 * rng.normal(size=n), 0.0)
+    out = solver._correct(C * v, near, Z, P)
+    assert out is not None
+    a2, b2, _ = out
+    assert svm_natural_residual(a2, margins(X, y, a2, b2), v, y, C) <= 1e-9
+    wrong = Z.copy()
+    i = np.flatnonzero(Z)[0]
+    wrong[i] = False
+    far = near.copy()
+    far[i] = 0.0
+    out = solver._correct(C * v, far, wrong, P)
+    if out is not None:  # the sets may still be those of an optimum (a degenerate dual)
+        a3, b3, _ = out
+        assert svm_natural_residual(a3, margins(X, y, a3, b3), v, y, C) <= 1e-9

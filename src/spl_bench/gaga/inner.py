@@ -12,6 +12,10 @@ Both return ``None`` when they do not converge; the caller then uses the model's
 
 from __future__ import annotations
 
+import os
+import sys
+from typing import Any
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -105,6 +109,29 @@ def low_rank_factor(kernel: str, X: Array, y: Array) -> Array | None:
     return np.ascontiguousarray(y[:, None] * X)
 
 
+_HIGHS: list[Any] = []
+
+
+def _highs_instance() -> Any:
+    """One silent HiGHS instance per process (its constructor prints a banner on standard output,
+    which would land in the middle of the runner's progress lines)."""
+    if not _HIGHS:
+        import highspy
+
+        sys.stdout.flush()
+        saved = os.dup(1)
+        try:
+            with open(os.devnull, "w") as null:
+                os.dup2(null.fileno(), 1)
+                h = highspy.Highs()
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+        h.setOptionValue("output_flag", False)
+        _HIGHS.append(h)
+    return _HIGHS[0]
+
+
 def highs_svm_dual(G: Array, y: Array, u: Array, tol: float = 1e-10) -> Array | None:
     """The dual ``min 1/2 a^T Q a - 1^T a``, ``0 <= a <= u``, ``y^T a = 0`` for ``Q = G G^T`` by HiGHS.
 
@@ -118,8 +145,8 @@ def highs_svm_dual(G: Array, y: Array, u: Array, tol: float = 1e-10) -> Array | 
     import highspy  # the QP solver of HiGHS (scipy bundles only its LP/MIP front ends)
 
     n, r = G.shape
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    h = _highs_instance()
+    h.clearModel()
     h.setOptionValue("primal_feasibility_tolerance", tol)
     h.setOptionValue("dual_feasibility_tolerance", tol)
     inf = highspy.kHighsInf
@@ -146,9 +173,14 @@ def highs_svm_dual(G: Array, y: Array, u: Array, tol: float = 1e-10) -> Array | 
     model.hessian_ = hess
     h.passModel(model)
     h.run()
-    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+    # "solve error" also where the QP solver stopped at its optimum with a primal infeasibility
+    # above the tolerance (seen at 1e-5 on degenerate duals): its point still tells the sets
+    status = h.getModelStatus()
+    if status not in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kSolveError):
         return None
     a = np.asarray(h.getSolution().col_value[:n], dtype=float)
+    if a.size != n:
+        return None
     return np.clip(a, 0.0, u) if np.isfinite(a).all() else None
 
 
@@ -221,7 +253,10 @@ class WeightedSVMDual:
             a_qp = highs_svm_dual(self.factor, self.y, u)
             if a_qp is not None:
                 self.n_highs += 1
-                out = self._guess_and_check(u, *self._sets_of(a_qp, u))
+                Z, P = self._sets_of(a_qp, u)
+                out = self._guess_and_check(u, Z, P)
+                if out is None:  # a degenerate dual (more free samples than rank Q + 1)
+                    out = self._correct(u, a_qp, Z, P)
                 if out is not None:
                     return out
                 start = a_qp
@@ -240,6 +275,47 @@ class WeightedSVMDual:
         Z = live & (a > 1e-8 * scale) & (a < (1.0 - 1e-8) * u)
         P = live & ~Z & (a >= (1.0 - 1e-8) * u)
         return Z, P
+
+    def _correct(self, u: Array, a: Array, Z: NDArray[np.bool_], P: NDArray[np.bool_]
+                 ) -> tuple[Array, float, Array] | None:
+        """``a`` with the sets ``(Z, P)`` corrected onto their equations by one minimum-norm step.
+
+        The equations of the sets (``g_Z = 0``, ``y^T a = 0``, ``a_P = u_P``, the others 0) are
+        consistent when the sets are those of an optimum, also when their matrix is singular;
+        the least-squares step from a nearby point (HiGHS's, to its tolerances) then solves them
+        to working precision and moves ``a`` by about that tolerance.  The result is returned
+        only if it meets every KKT condition (``tol``), else ``None``.
+        """
+        live = u > 0
+        tol, tol_a = self.tol, self.tol * max(float(u.max(initial=0.0)), 1e-300)
+        z, p = np.flatnonzero(Z), np.flatnonzero(P)
+        if z.size == 0:
+            return None
+        a = np.where(P, u, np.where(Z, a, 0.0))
+        Qa = self._Q_times(a)
+        b0 = float(np.mean(self.y[z] * (1.0 - Qa[z])))  # g_Z = 0 in the least-squares sense
+        M = kkt_matrix(self.Q, self.y, z, 1.0)
+        r = np.append(1.0 - Qa[z] - self.y[z] * b0, -float(self.y @ a))
+        step = Factor(M).solve(r)
+        a[z] += step[:-1]
+        b = b0 + float(step[-1])
+        if np.any(a[z] < -tol_a) or np.any(a[z] > u[z] + tol_a):
+            return None
+        a = np.clip(a, 0.0, u)
+        g = 1.0 - self._Q_times(a) - self.y * b
+        N = live & ~Z & ~P
+        if (float(np.abs(g[z]).max()) > tol or abs(float(self.y @ a)) > tol_a
+                or np.any(g[N] > tol) or np.any(g[p] < -tol)):
+            return None
+        self._last = (a, Z, P)
+        self.last_u = u
+        return a, b, g
+
+    def _Q_times(self, a: Array) -> Array:
+        """``Q a`` (through the low-rank factor when there is one)."""
+        if self.factor is not None:
+            return self.factor @ (self.factor.T @ a)
+        return self.Q @ a
 
     def _guess_and_check(self, u: Array, Z: NDArray[np.bool_], P: NDArray[np.bool_]
                          ) -> tuple[Array, float, Array] | None:
