@@ -4,6 +4,7 @@
     python scripts/reproduce_tables.py                            # GAGA Tables 2, 3, 5, 6, 20 runs each
     python scripts/reproduce_tables.py --tables 2 --runs 5 --methods original acs gaga --jobs 2
     python scripts/reproduce_tables.py --tables 9 13 op2 op3      # any table of the three papers
+    python scripts/reproduce_tables.py --tables 11 --where model.params.C=0.5 model.params.C=1.0
     python scripts/reproduce_tables.py --executor submitit --slurm-partition cpu --jobs 64
     python scripts/reproduce_tables.py --report-only              # tables from the committed rows only
     python scripts/reproduce_tables.py --smoke                    # regenerate results/reference/smoke.csv
@@ -29,6 +30,8 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=20, help="runs per cell (papers: 20; Outlier-Path: 10)")
     ap.add_argument("--methods", nargs="+", default=None, help="only these methods")
     ap.add_argument("--data", nargs="+", default=None, help="only these datasets")
+    ap.add_argument("--where", nargs="+", default=None, metavar="KEY=VALUE",
+                    help="only cells with these sweep values (e.g. model.params.C=0.5 model.params.C=1.0)")
     ap.add_argument("--jobs", type=int, default=1, help="parallel runs (joblib processes, or submitit array tasks)")
     ap.add_argument("--executor", choices=["joblib", "submitit"], default="joblib")
     ap.add_argument("--slurm-partition", default=None, help="with --executor submitit: run on this SLURM partition")
@@ -44,7 +47,7 @@ def main() -> int:
     if args.smoke:
         return _smoke()
     try:
-        cells = [c for t in args.tables for c in rp.table_cells(t, args.methods, args.data, args.variant)]
+        cells = [c for t in args.tables for c in rp.table_cells(t, args.methods, args.data, args.variant, args.where)]
         if args.report_only:
             # the index follows the configs: rows written by several machines / worktrees merge here
             rp.refresh_index(rp.cell_states(cells))

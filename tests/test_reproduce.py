@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from spl_bench.errors import ConfigError
 from spl_bench.report import compare as cmp
 from spl_bench.runner import reproduce as rp
 
@@ -25,6 +26,10 @@ def test_table_cells_follow_the_sweep_configs():
     op2 = rp.table_cells("op2")
     assert len(op2) == 6 * 2 * 2 + 6  # data x {outlier_path, cccp} x {theta, s}, plus C-SVM per data set
     assert len(rp.table_cells("9")) == 15 * 3
+    some = rp.table_cells("11", where=["model.params.C=0.5", "model.params.C=1.0", "method=gaga"])
+    assert [c.overrides for c in some] == [("model.params.C=0.5", "method=gaga"), ("model.params.C=1.0", "method=gaga")]
+    with pytest.raises(ConfigError, match="key=value"):
+        rp.table_cells("11", where=["C"])
 
 
 def test_cell_hash_is_the_runners(tmp_path, data_dir):

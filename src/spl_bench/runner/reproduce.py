@@ -98,11 +98,14 @@ def _sweep_params(experiment: str) -> dict[str, list[str]]:
 
 
 def table_cells(
-    table: str, methods: Iterable[str] | None = None, data: Iterable[str] | None = None, variant: str = ""
+    table: str, methods: Iterable[str] | None = None, data: Iterable[str] | None = None, variant: str = "",
+    where: Iterable[str] | None = None,
 ) -> list[Cell]:
     """Every cell of ``table`` (a key of :data:`TABLES`), optionally only some methods / datasets.
 
     ``variant``: a key of :data:`VARIANTS` (the cells under that protocol, rows kept apart).
+    ``where``: ``key=value`` conditions on the cell's sweep parameters (e.g. ``model.params.C=1.0``);
+    a cell is kept when, for every key named, its value is one of those given for that key.
     """
     if variant and variant not in VARIANTS:
         raise ConfigError(f"unknown variant {variant!r}; valid: {', '.join(VARIANTS)}")
@@ -115,6 +118,12 @@ def table_cells(
         sweeps.append({**{k: v for k, v in base.items() if k not in ("method", "method.variant")}, **extra})
     keep_m = set(methods) if methods else None
     keep_d = set(data) if data else None
+    conditions: dict[str, set[str]] = {}
+    for item in where or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--where takes key=value, got {item!r}")
+        conditions.setdefault(key.strip(), set()).add(value.strip())
     out: list[Cell] = []
     for sweep in sweeps:
         keys = list(sweep)
@@ -123,6 +132,8 @@ def table_cells(
             if keep_m and pairs.get("method") not in keep_m:
                 continue
             if keep_d and not _mentions_dataset(pairs, keep_d):
+                continue
+            if any(pairs.get(k) not in vals for k, vals in conditions.items()):
                 continue
             out.append(Cell(table, experiment, tuple(f"{k}={v}" for k, v in pairs.items()), variant))
     return out
