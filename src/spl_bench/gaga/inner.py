@@ -132,56 +132,102 @@ def _highs_instance() -> Any:
     return _HIGHS[0]
 
 
-def highs_svm_dual(G: Array, y: Array, u: Array, tol: float = 1e-10) -> Array | None:
+def highs_svm_dual(G: Array, y: Array, u: Array, guess: Array | None = None, tol: float = 1e-10,
+                   margin: float = 0.5) -> Array | None:
     """The dual ``min 1/2 a^T Q a - 1^T a``, ``0 <= a <= u``, ``y^T a = 0`` for ``Q = G G^T`` by HiGHS.
 
     With ``G`` of shape ``(n, r)`` (a linear kernel: ``G = y * X``, ``r = d``) the QP is passed
     as ``min 1/2 ||w||^2 - 1^T a`` subject to ``G^T a - w = 0`` and ``y^T a = 0``: a Hessian of
     order ``r`` and ``(n + 1) r`` constraint entries instead of a dense ``n x n`` Hessian.
     HiGHS's active-set QP solver is exact up to its feasibility tolerances (``tol``); the
-    caller checks the sets of its solution with an LU solve.  ``None`` unless HiGHS reports
-    an optimum.
+    caller checks the sets of its solution with an LU solve.
+
+    With a ``guess`` (a nearby solution, e.g. the previous ACS iterate) the samples whose
+    margins ``g`` there are beyond ``+-margin`` are fixed at their bound (``u`` or 0) and only
+    the others are variables; samples fixed on the wrong side of the margin at the reduced
+    optimum are freed and the reduced QP solved again (at most 5 times, then all samples).
+    ``None`` unless HiGHS reaches an optimum.
     """
+    n = G.shape[0]
+    live = u > 0
+    if guess is not None:
+        a0 = np.clip(guess, 0.0, u)
+        Ga = G.T @ a0
+        inner = live & (a0 > 1e-8 * u) & (a0 < (1.0 - 1e-8) * u)
+        s = 1.0 - G @ Ga  # g + y b
+        b0 = float(np.median(y[inner] * s[inner])) if inner.any() else 0.0
+        g0 = s - y * b0
+        at_u = live & (g0 > margin) & ~inner
+        var = live & ~at_u & ((g0 >= -margin) | inner)
+        for _ in range(5):
+            fixed = np.where(at_u, u, 0.0)
+            out = _highs_reduced(G, y, u, np.flatnonzero(var), fixed, tol)
+            if out is None:
+                break
+            a, b = out
+            g = 1.0 - G @ (G.T @ a) - y * b
+            wrong = (at_u & (g < -1e-9)) | (live & ~var & ~at_u & (g > 1e-9))
+            if not wrong.any():
+                return a
+            var |= wrong
+            at_u &= ~wrong
+    out = _highs_reduced(G, y, u, np.flatnonzero(live), np.zeros(n), tol)
+    return None if out is None else out[0]
+
+
+def _highs_reduced(G: Array, y: Array, u: Array, var: NDArray[np.intp], fixed: Array, tol: float
+                   ) -> tuple[Array, float] | None:
+    """:func:`highs_svm_dual` with only the samples ``var`` as variables, the others at ``fixed``:
+    ``(a, b)`` (``b`` the multiplier of ``y^T a = 0``), or ``None``."""
     import highspy  # the QP solver of HiGHS (scipy bundles only its LP/MIP front ends)
 
-    n, r = G.shape
+    r = G.shape[1]
+    m = var.size
+    Gv, yv = G[var], y[var]
+    rest = fixed.copy()
+    rest[var] = 0.0
     h = _highs_instance()
     h.clearModel()
     h.setOptionValue("primal_feasibility_tolerance", tol)
     h.setOptionValue("dual_feasibility_tolerance", tol)
     inf = highspy.kHighsInf
     lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = n + r, r + 1
-    lp.col_cost_ = np.concatenate([-np.ones(n), np.zeros(r)])
-    lp.col_lower_ = np.concatenate([np.zeros(n), np.full(r, -inf)])
-    lp.col_upper_ = np.concatenate([u, np.full(r, inf)])
-    lp.row_lower_ = lp.row_upper_ = np.zeros(r + 1)
+    lp.num_col_, lp.num_row_ = m + r, r + 1
+    lp.col_cost_ = np.concatenate([-np.ones(m), np.zeros(r)])
+    lp.col_lower_ = np.concatenate([np.zeros(m), np.full(r, -inf)])
+    lp.col_upper_ = np.concatenate([u[var], np.full(r, inf)])
+    # G_V^T a_V - w = -G_F^T a_F and y_V^T a_V = -y_F^T a_F
+    rhs = -np.append(G.T @ rest, y @ rest)
+    lp.row_lower_ = lp.row_upper_ = rhs
     # column-wise constraint matrix: a_i has G[i, :] in rows 0..r-1 and y_i in row r; w_j has -1 in row j
     rows_a = np.append(np.arange(r), r)
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = np.concatenate([np.arange(n + 1) * (r + 1), n * (r + 1) + np.arange(1, r + 1)])
-    lp.a_matrix_.index_ = np.concatenate([np.tile(rows_a, n), np.arange(r)]).astype(np.int32)
-    lp.a_matrix_.value_ = np.concatenate([np.column_stack([G, y]).ravel(), -np.ones(r)])
+    lp.a_matrix_.start_ = np.concatenate([np.arange(m + 1) * (r + 1), m * (r + 1) + np.arange(1, r + 1)])
+    lp.a_matrix_.index_ = np.concatenate([np.tile(rows_a, m), np.arange(r)]).astype(np.int32)
+    lp.a_matrix_.value_ = np.concatenate([np.column_stack([Gv, yv]).ravel(), -np.ones(r)])
     model = highspy.HighsModel()
     model.lp_ = lp
     hess = highspy.HighsHessian()  # identity on the w block (lower triangle, column-wise)
-    hess.dim_ = n + r
+    hess.dim_ = m + r
     hess.format_ = highspy.HessianFormat.kTriangular
-    hess.start_ = np.concatenate([np.zeros(n + 1), np.arange(1, r + 1)]).astype(np.int32)
-    hess.index_ = np.arange(n, n + r, dtype=np.int32)
+    hess.start_ = np.concatenate([np.zeros(m + 1), np.arange(1, r + 1)]).astype(np.int32)
+    hess.index_ = np.arange(m, m + r, dtype=np.int32)
     hess.value_ = np.ones(r)
     model.hessian_ = hess
     h.passModel(model)
     h.run()
     # "solve error" also where the QP solver stopped at its optimum with a primal infeasibility
     # above the tolerance (seen at 1e-5 on degenerate duals): its point still tells the sets
-    status = h.getModelStatus()
-    if status not in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kSolveError):
+    if h.getModelStatus() not in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kSolveError):
         return None
-    a = np.asarray(h.getSolution().col_value[:n], dtype=float)
-    if a.size != n:
+    sol = h.getSolution()
+    x = np.asarray(sol.col_value, dtype=float)
+    duals = np.asarray(sol.row_dual, dtype=float)
+    if x.size != m + r or duals.size != r + 1 or not (np.isfinite(x).all() and np.isfinite(duals).all()):
         return None
-    return np.clip(a, 0.0, u) if np.isfinite(a).all() else None
+    a = rest
+    a[var] = np.clip(x[:m], 0.0, u[var])
+    return a, -float(duals[r])
 
 
 class WeightedSVMDual:
@@ -250,7 +296,7 @@ class WeightedSVMDual:
             return out
         start = a0
         if self.factor is not None:
-            a_qp = highs_svm_dual(self.factor, self.y, u)
+            a_qp = highs_svm_dual(self.factor, self.y, u, guess=a0)
             if a_qp is not None:
                 self.n_highs += 1
                 Z, P = self._sets_of(a_qp, u)
