@@ -516,13 +516,50 @@ class WeightedSVMDual:
             if viol[k] <= tol:
                 if free.size and (float(np.abs(g[free]).max()) > tol or abs(float(y @ a)) > tol * scale_u):
                     return None
-                a = np.clip(a, 0.0, u)
-                Z, P = live & ~at0 & ~atu, atu.copy()
+                a = self._split_duplicates(np.clip(a, 0.0, u), u, live & ~at0 & ~atu)
+                Z, P = self._sets_of(a, u)
                 self._last = (a, Z, P)
                 self.last_u = u
                 return a, b, g
             at0[k] = atu[k] = False
         return None
+
+    def _split_duplicates(self, a: Array, u: Array, free: NDArray[np.bool_]) -> Array:
+        """``a`` with each group of duplicated samples that has a free member re-split at one
+        level: ``a_i = clip(t, 0, u_i)`` with the group's sum kept (the minimum-norm split in the
+        box, the one the merged factorisations give; ``Q a``, and so ``g``, is unchanged).
+
+        Identical samples have equal rows of ``Q`` and so equal ``g``: with one of them free
+        (``g = 0``) every split in the box with the same sum meets the KKT conditions.
+        """
+        labels = self.duplicates if self.duplicates is not None else self._equal_rows()
+        if labels is None:
+            return a
+        for grp in np.unique(labels[free]):
+            idx = np.flatnonzero(labels == grp)
+            if idx.size < 2:
+                continue
+            total, caps = float(a[idx].sum()), np.sort(u[idx])
+            # the level t: the smallest caps are filled first, the rest share what is left
+            below = np.concatenate([[0.0], np.cumsum(caps)[:-1]])
+            k = idx.size - np.arange(idx.size)
+            reach = below + k * caps  # the sum at t = caps[j]
+            j = int(np.searchsorted(reach, total))
+            t = caps[-1] if j >= idx.size else (total - below[j]) / k[j]
+            a[idx] = np.clip(t, 0.0, u[idx])
+        return a
+
+    def _equal_rows(self) -> NDArray[np.intp] | None:
+        """Group labels of the samples with equal rows of ``Q`` and equal ``y`` (to 1e-12 of
+        ``max |Q|``), for callers that did not pass ``duplicates``; ``None`` if all differ.
+        Computed once per solver (``Q`` is fixed)."""
+        if not hasattr(self, "_rows_groups"):
+            scale = float(np.abs(self.Q).max(initial=0.0))
+            key = np.round(self.Q / (1e-12 * scale)) if scale > 0 else np.zeros_like(self.Q)
+            _, labels, counts = np.unique(np.column_stack([key, self.y]), axis=0, return_inverse=True,
+                                          return_counts=True)
+            self._rows_groups = np.asarray(labels).ravel() if np.any(counts > 1) else None
+        return self._rows_groups
 
     def _kkt_factor(self, z: NDArray[np.intp], update: bool = True) -> AnyFactor:
         """The factor of ``[[Q_zz, y_z], [y_z^T, 0]]`` (:func:`~spl_bench.gaga.linalg.kkt_factor`):
