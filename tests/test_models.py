@@ -85,6 +85,22 @@ def test_svm_matches_dual_qp(cancer_small, kernel):
     np.testing.assert_allclose(m.decision_function(p, X), ref.decision_function(X), atol=1e-6)
 
 
+@pytest.mark.parametrize("kernel", ["rbf", "linear"])
+def test_svm_candidates_share_one_kernel_matrix(cancer_small, kernel):
+    """``predict_many`` (one kernel matrix for all candidates) gives each candidate's own
+    ``decision_function`` / ``predict``, also for candidates on two training sets and widths."""
+    X, y = cancer_small
+    m = get_model("svm", C=1.0, kernel=kernel, gamma=0.1)
+    A, B = X[:60], X[60:110]
+    fits = [m.fit_weighted(A, y[:60], weights(60, s)) for s in range(3)]
+    fits.append(m.fit_weighted(B, y[60:110], weights(50, 7)))
+    fits[1].extra = {"gamma": 0.05}  # another kernel width for one candidate
+    X_eval = X[110:170]
+    one_by_one = np.vstack([m.decision_function(p, X_eval) for p in fits])
+    np.testing.assert_allclose(m.decision_functions(fits, X_eval), one_by_one, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(m.predict_many(fits, X_eval), np.vstack([m.predict(p, X_eval) for p in fits]))
+
+
 @pytest.mark.parametrize("kernel", ["rbf", "linear", "precomputed"])
 def test_direct_libsvm_call_is_svc(cancer_small, kernel):
     """``libsvm_fit`` (libsvm without scikit-learn's checks) returns what ``SVC.fit`` returns."""

@@ -226,7 +226,7 @@ class SPLEstimator(BaseEstimator):
     def predict_candidates(self, X: ArrayLike) -> Array:
         """Predictions of every candidate, shape ``(k, n_samples)``."""
         X = self._check_predict_X(X)
-        preds = np.vstack([self.model_.predict(p, X) for p in self.candidate_models_])
+        preds = self.model_.predict_many(list(self.candidate_models_), X)
         if np.isnan(preds).any():
             raise FloatingPointError(f"{type(self).__name__} predicted NaN")
         return preds

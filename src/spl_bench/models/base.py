@@ -117,6 +117,18 @@ class Model(Described, ABC):
             return np.where(f >= 0.0, 1.0, -1.0)
         return f
 
+    def decision_functions(self, params_list: list[Params], X: Array) -> Array:
+        """:meth:`decision_function` of several fitted parameters, shape ``(k, n_samples)``
+        (models override it where the candidates can share work)."""
+        return np.vstack([self.decision_function(p, X) for p in params_list])
+
+    def predict_many(self, params_list: list[Params], X: Array) -> Array:
+        """:meth:`predict` of several fitted parameters, shape ``(k, n_samples)``."""
+        F = self.decision_functions(params_list, X)
+        if self.task == "classification":
+            return np.where(F >= 0.0, 1.0, -1.0)
+        return F
+
     def objective(self, params: Params, X: Array, y: Array, v: Array) -> float:
         """``sum_i v_i ell_i + R(w)``, the v-weighted objective."""
         return float(np.dot(v, self.losses(params, X, y)) + self.regularizer(params, len(y)))

@@ -123,6 +123,20 @@ class SVMModel(Model):
         K = self.kernel_matrix(X, params.X_fit[nz], params.extra["gamma"])
         return K @ ay[nz] + params.intercept
 
+    def decision_functions(self, params_list: list[Params], X: Array) -> Array:
+        """All candidates' ``f(X)`` from one kernel matrix per training set and kernel width
+        (GAGA's thousands of candidates would otherwise each evaluate the kernel again)."""
+        out = np.empty((len(params_list), X.shape[0]))
+        groups: dict[tuple[int, float], list[int]] = {}
+        for i, p in enumerate(params_list):
+            groups.setdefault((id(p.X_fit), float(p.extra["gamma"])), []).append(i)
+        for idx in groups.values():
+            first = params_list[idx[0]]
+            K = self.kernel_matrix(X, first.X_fit, first.extra["gamma"])
+            AY = np.vstack([params_list[i].dual_coef * params_list[i].y_fit for i in idx])
+            out[idx] = AY @ K.T + np.array([params_list[i].intercept for i in idx])[:, None]
+        return out
+
     def losses(self, params: Params, X: Array, y: Array) -> Array:
         return self.datafit.value(self.decision_function(params, X), y)
 
