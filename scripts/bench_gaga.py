@@ -6,7 +6,12 @@
 
 Cases: lasso on music (training rows of a 3:1 split, α = 0.005), lasso on a synthetic
 set (n = 5000), SVM (RBF, γ = scale) on mfeat-pixel (3:1 split; ``--svm-max-n`` keeps its
-first rows), and the scaling series lasso n = 1k, 2k, 5k, 10k (paper Fig. 5).
+first rows), the scaling series lasso n = 1k, 2k, 5k, 10k, 100k (paper Fig. 5; any
+``lasso_n<N>``), and the SVM rows of GAGA Table 2 exactly as the tables run them
+(``svm_t2_mfeat_pixel``, ``svm_t2_pendigits``, ``svm_t2_hiva_agnostic``: run 0's fitting rows).
+Besides the times, each row has the CPU milliseconds of one pass over the data (the event
+functions of every sample at the path's last point) and the cost of a critical point in
+such passes (``critical_point_over_data_pass``; issue 20's target: at most 5).
 ``svm_mfeat_anchor`` is the SVM case at the size of the authors' anchor, 1,900 training
 rows (run it with ``--no-acs``: ACS there takes hours).  For each: GAGA's path on [λ_min, λ_max], ACS
 (warm-started, GAGA Algorithm 1) on the step-0.5 grid (the paper's baseline) and on the
@@ -53,6 +58,9 @@ from spl_bench.sp import get_sp
 #: the authors' code on this machine, per path; each on the problem size it was measured on
 #: (music: 794 training rows, the 3:1 split here; mfeat-pixel: 1,900 training rows)
 AUTHORS_ANCHOR_S = {"lasso_music": 28.5, "svm_mfeat_anchor": 417.0}
+#: the SVM rows of GAGA Table 2 as the tables run them (a row of configs/table_row)
+TABLE2_ROWS = {"svm_t2_mfeat_pixel": "t2_mfeat_pixel_n30", "svm_t2_pendigits": "t2_pendigits_n20",
+               "svm_t2_hiva_agnostic": "t2_hiva_agnostic_n30"}
 #: training rows of each case whose split is not 3:1
 TRAIN_ROWS = {"svm_mfeat_anchor": 1900}
 
@@ -75,6 +83,8 @@ def load_case(name: str, quick: bool, seed: int = 40, max_n: int | None = None):
         bad = rng.random(n) < 0.3
         y[bad] += rng.normal(0.2, 3.0, bad.sum())
         return "lasso", {"alpha": 0.005}, _std(X), (y - y.mean()) / y.std()
+    if name in TABLE2_ROWS:
+        return table2_case(name, quick)
     data = {"lasso_music": "music", "svm_mfeat": "mfeat_pixel", "svm_mfeat_anchor": "mfeat_pixel"}[name]
     ds = load_dataset(data)
     test_size = len(ds.y) - TRAIN_ROWS[name] if name in TRAIN_ROWS else 0.25
@@ -86,6 +96,51 @@ def load_case(name: str, quick: bool, seed: int = 40, max_n: int | None = None):
     if name == "lasso_music":
         return "lasso", {"alpha": 0.005}, _std(Xtr), (ytr - ytr.mean()) / ytr.std()
     return "svm", {"C": 1.0, "kernel": "rbf", "gamma": "scale"}, _std(Xtr), ytr
+
+
+def table2_case(name: str, quick: bool, run: int = 0):
+    """The fitting rows of run ``run`` of a GAGA Table 2 SVM row, prepared as the table runs it
+    (the row's config composed by Hydra: split, scaling, noise, validation hold-out)."""
+    from spl_bench.data.loaders import load_dataset
+    from spl_bench.protocol.run import prepare_run
+    from spl_bench.runner import app
+    from spl_bench.runner.reproduce import Cell, compose_cell
+
+    cfg = compose_cell(Cell("2", "gaga_table2", (f"+table_row={TABLE2_ROWS[name]}", "method=gaga")))
+    ds = load_dataset(app._plain(cfg.data))
+    prep = prepare_run(ds, app.protocol_config(cfg), app.noise_config(cfg, ds.task), run)
+    X, y = prep.X_fit, prep.y_fit
+    if quick:
+        X, y = X[:200], y[:200]
+    params = app._plain(cfg.model.params)
+    return str(cfg.model.name), params, X, y
+
+
+def ms_per_data_pass(model_name, mparams, sp, X, y, path, repeats: int = 20) -> float:
+    """CPU milliseconds of one pass over the data at the path's last point: the system's event
+    functions of every sample and feature (``X w`` or the kernel rows ``Q a``, the losses and
+    the threshold tests), the unit the cost of a critical point is measured in (issue 20)."""
+    model = get_model(model_name, **mparams)
+    system = make_system(model, sp, X, y)
+    lam = float(path.lambdas[-1])
+    system.init_from(_last_params(model, path, X, y), lam)
+    theta = system.theta()
+    with threadpool_limits(limits=1, user_api="blas"):
+        system.events(theta, lam)  # caches (active columns) built outside the timing
+        c0 = time.process_time()
+        for _ in range(repeats):
+            system.events(theta, lam)
+        return 1e3 * (time.process_time() - c0) / repeats
+
+
+def _last_params(model, path, X, y):
+    from spl_bench.models import Params
+    from spl_bench.models.svm import resolve_gamma
+
+    if path.dual_coef is not None:
+        return Params(dual_coef=np.array(path.dual_coef[-1]), intercept=float(path.intercept[-1]), X_fit=X, y_fit=y,
+                      extra={"gamma": resolve_gamma(model.gamma, X)})
+    return Params(coef=np.array(path.coef[-1]), intercept=float(path.intercept[-1]))
 
 
 class SystemFits:
@@ -228,6 +283,7 @@ def main() -> None:
                         options=EngineOptions(method=args.method), **mparams)
         t_gaga, c_gaga = time.perf_counter() - t0, time.process_time() - c0
         cc = path.critical_counts()
+        pass_ms = ms_per_data_pass(model_name, mparams, sp, X, y, path)
         if args.no_acs:
             t_coarse = c_coarse = t_fine = c_fine = c_own_coarse = c_own_fine = np.nan
             extrap = None
@@ -251,6 +307,8 @@ def main() -> None:
             "cpu_ratio_acs_own0.01_over_gaga": c_own_fine / c_gaga,
             "turning": cc["turning"], "jump": cc["jump"], "restarts": path.n_restarts,
             "points": len(path), "cpu_ms_per_critical_point": 1e3 * c_gaga / max(1, cc["turning"] + cc["jump"]),
+            "cpu_ms_per_data_pass": pass_ms,
+            "critical_point_over_data_pass": 1e3 * c_gaga / max(1, cc["turning"] + cc["jump"]) / pass_ms,
             "authors_code_s": None,
             "ratio_authors_over_gaga": None,
             "ode_method": args.method,

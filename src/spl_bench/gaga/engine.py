@@ -1033,6 +1033,7 @@ def age_path(
         if system.dual_solver is not None:
             meta["n_acs_fits"] = system.dual_solver.n_fits
             meta["n_acs_libsvm_fallbacks"] = system.dual_solver.n_fallbacks
+            meta["n_acs_highs"] = system.dual_solver.n_highs
     if groups is None:
         return tr.to_path(meta)
     meta["duplicate_column_groups"] = [np.flatnonzero(groups.group == g).tolist()
