@@ -178,3 +178,28 @@ def test_authors_variant_composes_the_authors_noise():
     assert rp.cell_hash(cfg) != rp.cell_hash(rp.compose_cell(base))
     with pytest.raises(Exception, match="variant"):
         rp.table_cells("2", variant="nope")
+
+
+def _cells(rows):
+    cols = ["row", "noise_rate", "param", "method", "metric", "selection", "ours_mean", "ours_std", "runs",
+            "paper_mean", "paper_std", "z"]
+    return pd.DataFrame([dict(zip(cols, r, strict=True)) for r in rows])
+
+
+def test_table_lines_split_noise_rates_and_keep_per_method_parameters_together():
+    """A row of the paper at several noise rates is several lines (Tables 13-16, 7), a shared
+    parameter splits lines (Tables 9-12), and each method's own hyper-parameters (Table 7) do not."""
+    sweep = _cells([("music", nr, "alpha=0.006", m, "gen_error", "validation", mean, 0.0, 1, mean + 0.01, 0.01, -1.0)
+                    for nr in (0.1, 0.2) for m, mean in (("acs", 0.3 + nr), ("gaga", 0.2 + nr))])
+    lines = cmp.row_summary(sweep, "validation")
+    assert list(lines["noise"]) == ["0.1", "0.2"]
+    assert lines.loc[0, "acs"].startswith("0.400") and lines.loc[1, "gaga"].startswith("**0.400")
+    assert list(lines.columns)[-1] == "paper order holds"
+    own = _cells([("ailerons", 0.1, p, m, "gen_error", "validation", 0.2, 0.0, 2, 0.3, 0.01, -10.0)
+                  for p, m in (("e=0.2", "huber_lasso"), ("sigma=0.7", "rlssvm"), ("", "gaga"))])
+    lines = cmp.row_summary(own, "validation")
+    assert len(lines) == 1 and "param" not in lines.columns
+    assert lines.loc[0, "huber_lasso"].endswith("[e=0.2]") and lines.loc[0, "rlssvm"].endswith("[sigma=0.7]")
+    varied = _cells([("music", 0.3, f"alpha={a}", m, "gen_error", "validation", 0.2, 0.0, 1, 0.2, 0.01, 0.0)
+                     for a in (0.001, 0.002) for m in ("acs", "gaga")])
+    assert list(cmp.row_summary(varied, "validation")["param"]) == ["alpha=0.001", "alpha=0.002"]

@@ -24,6 +24,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -245,13 +246,51 @@ def _higher_better(metric: str) -> bool:
     return metric == "accuracy"
 
 
+def _per_method_params(part: pd.DataFrame) -> bool:
+    """Whether the ``param`` column holds each method's own hyper-parameters (Table 7: one
+    method per parameter string) rather than a setting shared by the row's methods."""
+    if part.empty:
+        return False
+    methods = part.groupby(["row", "noise_rate", "param"])["method"].nunique()
+    per_line = part.groupby(["row", "noise_rate"])["method"].nunique()
+    return bool((methods == 1).all() and (per_line > 1).any())
+
+
+def table_lines(part: pd.DataFrame) -> list[tuple[dict[str, Any], pd.DataFrame]]:
+    """The lines of a table (in the paper's order), each with its label and its cells.
+
+    A line is one row of the paper at one noise rate and, where the row's methods share it,
+    one parameter setting (a row of Tables 9-12 is one alpha / C); where the parameters are
+    each method's own (Table 7) they do not split the line.
+    """
+    if part.empty:
+        return []
+    per_method = _per_method_params(part)
+    keys = ["row", "noise_rate"] + ([] if per_method else ["param"])
+    several_noises = bool((part.groupby("row")["noise_rate"].nunique() > 1).any())
+    out = []
+    for values, grp in part.groupby(keys, sort=False):
+        label = dict(zip(keys, values, strict=True))
+        if not several_noises:
+            label.pop("noise_rate")
+        if per_method:
+            label["param"] = ""
+        out.append((label, grp))
+    return out
+
+
 def row_summary(cells: pd.DataFrame, selection: str) -> pd.DataFrame:
-    """One line per table row: ours / paper per method, best marked (**), z, ordering check."""
+    """One line per table line (:func:`table_lines`): ours / paper per method, best marked (**),
+    z, and whether the paper's ordering holds."""
     part = cells[cells["selection"] == selection]
+    per_method = _per_method_params(part)
     lines = []
-    for (row, param), grp in part.groupby(["row", "param"], sort=False):
+    for label, grp in table_lines(part):
         better = _higher_better(str(grp["metric"].iloc[0]))
-        rec = {"row": row, "param": param}
+        rec: dict[str, Any] = {"row": label["row"]}
+        if "noise_rate" in label:
+            rec["noise"] = f"{label['noise_rate']:g}"
+        rec["param"] = label["param"]
         best_ours = _best(grp, "ours_mean", better)
         best_paper = _best(grp, "paper_mean", better)
         for r in grp.itertuples():
@@ -262,10 +301,16 @@ def row_summary(cells: pd.DataFrame, selection: str) -> pd.DataFrame:
             if r.method == best_paper:
                 pap = f"**{pap}**"
             z = f"{r.z:+.1f}" if np.isfinite(r.z) else "–"
-            rec[r.method] = f"{ours} / {pap} / z {z}"
-        rec["paper order holds"] = _order_mark(grp, better)
+            own = f" [{r.param}]" if per_method and r.param else ""
+            rec[r.method] = f"{ours} / {pap} / z {z}{own}"
         lines.append(rec)
-    return pd.DataFrame(lines)
+        rec["paper order holds"] = _order_mark(grp, better)
+    frame = pd.DataFrame(lines)
+    if len(frame) and per_method:
+        frame = frame.drop(columns="param")
+    if len(frame):  # the ordering mark last, whatever order the methods came in
+        frame = frame[[c for c in frame.columns if c != "paper order holds"] + ["paper order holds"]]
+    return frame
 
 
 def _best(grp: pd.DataFrame, col: str, better: bool) -> str | None:
@@ -328,14 +373,14 @@ def bar_figure(cells: pd.DataFrame, title: str, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     part = cells[cells["selection"] == "validation"]
-    rows = list(dict.fromkeys(zip(part["row"], part["param"], strict=True)))
+    rows = table_lines(part)
     methods = list(dict.fromkeys(part["method"]))
     ncol = min(4, len(rows))
     nrow = math.ceil(len(rows) / ncol)
     fig, axes = plt.subplots(nrow, ncol, figsize=(3.2 * ncol, 2.6 * nrow), squeeze=False)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for ax, (row, param) in zip(axes.flat, rows, strict=False):
-        grp = part[(part["row"] == row) & (part["param"] == param)].set_index("method")
+    for ax, (label, grp) in zip(axes.flat, rows, strict=False):
+        grp = grp.set_index("method")
         x = np.arange(len(methods))
         for j, m in enumerate(methods):
             if m not in grp.index:
@@ -349,7 +394,8 @@ def bar_figure(cells: pd.DataFrame, title: str, path: Path) -> None:
         if _higher_better(str(grp["metric"].iloc[0])) and lows.notna().any():
             ax.set_ylim(bottom=max(0.0, float(lows.min()) - 0.05))  # accuracies: zoom onto the differences
         ax.set_xticks(x, methods, rotation=45, ha="right", fontsize=7)
-        ax.set_title(f"{row} {param}".strip()[:40], fontsize=8)
+        noise = f" noise {label['noise_rate']:g}" if "noise_rate" in label else ""
+        ax.set_title(f"{label['row']}{noise} {label['param']}".strip()[:40], fontsize=8)
         ax.tick_params(axis="y", labelsize=7)
     for ax in list(axes.flat)[len(rows):]:
         ax.axis("off")
@@ -430,7 +476,7 @@ def status_section(cov: pd.DataFrame) -> str:
 
 
 def _order_counts(grp: pd.DataFrame) -> str:
-    marks = [_order_mark(g, _higher_better(str(g["metric"].iloc[0]))) for _, g in grp.groupby(["row", "param"])]
+    marks = [_order_mark(g, _higher_better(str(g["metric"].iloc[0]))) for _, g in table_lines(grp)]
     marks = [m for m in marks if m != "–"]
     return f"{marks.count('yes')} of {len(marks)}" if marks else "–"
 
