@@ -468,9 +468,13 @@ class WeightedSVMDual:
         atu = live & ~at0 & (a >= u)
         a[at0], a[atu] = 0.0, u[atu]
         b = 0.0
+        # Q a is updated by the rows of the samples that moved (|F| n per step, not n^2), and
+        # computed afresh every 50 steps and wherever the KKT conditions are tested
+        Qa, since = Q @ a, 0
         for _ in range(50 + 4 * n):
             free = np.flatnonzero(live & ~at0 & ~atu)
-            Qa = Q @ a
+            if since >= 50:
+                Qa, since = Q @ a, 0
             if free.size == 0:
                 g0 = 1.0 - Qa
                 # b with g <= 0 on the samples at 0 and g >= 0 at u, as nearly as possible
@@ -498,16 +502,20 @@ class WeightedSVMDual:
                     alpha = float(ratio[k])
                     if consistent and alpha >= 1.0:
                         a[free] = af + p
-                        continue
-                    if not np.isfinite(alpha):
+                    elif not np.isfinite(alpha):
                         return None
-                    a[free] = np.clip(af + alpha * p, 0.0, uf)
-                    i = free[k]
-                    if p[k] < 0:
-                        a[i], at0[i] = 0.0, True
                     else:
-                        a[i], atu[i] = u[i], True
+                        a[free] = np.clip(af + alpha * p, 0.0, uf)
+                        i = free[k]
+                        if p[k] < 0:
+                            a[i], at0[i] = 0.0, True
+                        else:
+                            a[i], atu[i] = u[i], True
+                    Qa += (a[free] - af) @ Q[free]  # Q symmetric: rows of the moved samples
+                    since += 1
                     continue
+            if since:  # a stationary point: its KKT conditions tested on an exact Q a
+                Qa, since = Q @ a, 0
             g = 1.0 - Qa - y * b
             viol = np.zeros(n)
             viol[at0] = g[at0]
