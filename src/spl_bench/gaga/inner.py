@@ -485,11 +485,17 @@ class WeightedSVMDual:
                                                                      (hi if np.isfinite(hi) else 0.0))
                 stationary = True
             else:
-                M = kkt_matrix(Q, y, free, 1.0)
+                # the free set changes by one index per step: its factor is a bordered update
+                # of the latest LU (KKTUpdate), a new LU only when that drifts too far
+                fac = self._kkt_factor(free)
                 rhs = np.append(1.0 - Qa[free], 0.0)
-                sol = Factor(M).solve(rhs)
-                r = rhs - M @ sol
-                consistent = float(np.abs(r).max()) <= 1e-9 * (1.0 + float(np.abs(rhs).max()))
+                sol = fac.solve(rhs)
+                # a non-singular system (or one singular only through duplicated samples, whose
+                # equal rows have equal right-hand sides) is consistent; only the least-squares
+                # fallback needs its residual
+                r = rhs - fac.J @ sol if fac.least_squares else rhs
+                consistent = not fac.least_squares or (
+                    float(np.abs(r).max()) <= 1e-9 * (1.0 + float(np.abs(rhs).max())))
                 p = sol[:-1] if consistent else r[:-1]
                 stationary = consistent and float(np.abs(p).max()) <= 1e-13 * scale_u
                 if consistent:
