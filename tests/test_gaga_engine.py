@@ -408,6 +408,39 @@ def test_schur_factor_solves_like_the_dense_factor(seed, n1, n2, dup):
     assert np.array_equal(g.solve(rhs), x) and g.sign == f.sign
 
 
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), n1=st.integers(1, 8), n2=st.integers(3, 30),
+       cs=st.lists(st.floats(-8.0, 2.0), min_size=4, max_size=6))
+def test_schur_factor_with_one_weight_for_every_mixed_sample_solves_like_the_dense_factor(seed, n1, n2, cs):
+    """The linear SP gives every mixed sample the same ``c``: from the third such point the Schur
+    complement ``I + c W`` is solved through ``W``'s tridiagonal reduction.  Against the dense LU of
+    the assembled J at each point: same solution, same sign of det J (where J is not singular)."""
+    from spl_bench.gaga.linalg import Factor, SchurBlocks, SchurFactor, ShiftedTridiagonal
+
+    rng = np.random.default_rng(seed)
+    Xs = rng.normal(size=(n1 + n2, 3))
+    K = np.exp(-0.3 * ((Xs[:, None, :] - Xs[None, :, :]) ** 2).sum(-1))
+    A, B, C0, D0 = -K[:n1, :n1], -K[:n1, n1:], K[n1:, :n1], K[n1:, n1:]
+    i1, i2 = np.arange(n1), np.arange(n1, n1 + n2)
+    blocks = SchurBlocks(A, B, C0, D0, i1, i2)
+    kinds = []
+    for cv in cs:
+        c = np.full(n2, cv)
+        J = np.block([[A, B], [c[:, None] * C0, np.eye(n2) + c[:, None] * D0]])
+        f = SchurFactor(blocks, c)
+        kinds.append(isinstance(f.S, ShiftedTridiagonal))
+        ref = Factor(J)
+        if ref.singular or np.linalg.cond(J) > 1e8:
+            continue
+        rhs = rng.normal(size=n1 + n2)
+        x = f.solve(rhs)
+        assert np.allclose(x, np.linalg.solve(J, rhs), atol=1e-8 * (1 + np.abs(x).max()))
+        assert f.sign == np.sign(np.linalg.det(J))
+    assert not any(kinds[:2])
+    if not Factor(A).singular:
+        assert any(kinds[2:])
+
+
 def test_steps_overshooting_the_end_of_a_branch_are_retaken_not_taken_for_folds():
     """An SVM margin leaving M at g = 0 (linear SP): past it the path of the old sets goes on only
     if v*'s closed form is continued below ell = 0.  Clipped there (as a regularizer whose form

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg as sla
 from numpy.typing import NDArray
-from scipy.linalg.lapack import dgetrf, dgetrs
+from scipy.linalg.lapack import dgetrf, dgetrs, dgttrf, dgttrs, dormqr, dsytrd, dsytrd_lwork
 
 Array = NDArray[np.float64]
 
@@ -195,6 +195,28 @@ class SchurBlocks:
         self.AiB = self.A.solve(B) if B.shape[1] else np.zeros((self.A.n, 0))
         self.W = D0 - C0 @ self.AiB
         self.n = i1.size + i2.size
+        self._n_uniform = 0
+        self._tri: Tridiagonal | None | bool = None  # W = Q T Q^T, once asked for; False: not symmetric
+
+    def complement(self, c: Array) -> Factor | ShiftedTridiagonal:
+        """A factor of the Schur complement ``S = I + diag(c) W``.
+
+        When ``c`` is one value for every index (the linear SP-regularizer: ``dv/dl = -1/lam``
+        for every mixed sample) and ``W`` is symmetric (the SVM's is), ``S = Q (I + c T) Q^T``
+        with ``W = Q T Q^T`` tridiagonal, reduced once per set configuration from its third
+        such point on (the reduction costs about four LUs; a segment asks for ten or more
+        points): each point is then a tridiagonal LU and two products with ``Q``.  Else one
+        LU per point.
+        """
+        if c.size >= 3 and self._tri is not False and float(np.ptp(c)) <= 1e-14 * float(np.abs(c).max()):
+            self._n_uniform += 1
+            if self._tri is None and self._n_uniform >= 3:
+                self._tri = Tridiagonal.make(self.W) or False
+            if isinstance(self._tri, Tridiagonal):
+                f = ShiftedTridiagonal(self._tri, float(c[0]))
+                if not f.singular:
+                    return f
+        return Factor(np.eye(c.size) + c[:, None] * self.W)
 
     @property
     def usable(self) -> bool:
@@ -211,7 +233,7 @@ class SchurFactor:
     def __init__(self, blocks: SchurBlocks, c: Array) -> None:
         self.b = blocks
         self.c = c
-        self.S = Factor(np.eye(c.size) + c[:, None] * blocks.W)
+        self.S = blocks.complement(c)
         self.sign = blocks.A.sign * self.S.sign
         self.n = blocks.n
 
@@ -247,6 +269,64 @@ class SchurFactor:
         out[b.i1] = x1
         out[b.i2] = x2
         return out
+
+
+class Tridiagonal:
+    """``W = Q T Q^T`` for a symmetric ``W``: ``T`` tridiagonal (diagonal ``d``, off-diagonal ``e``),
+    ``Q`` orthogonal (LAPACK ``sytrd``, ``Q`` formed by ``ormqr`` from its reflectors)."""
+
+    def __init__(self, d: Array, e: Array, Q: Array) -> None:
+        self.d, self.e, self.Q = d, e, Q
+
+    @classmethod
+    def make(cls, W: Array) -> Tridiagonal | None:
+        """The reduction, or ``None`` if ``W`` is not symmetric to ``1e-10`` of ``max |W|`` or
+        LAPACK fails."""
+        m = W.shape[0]
+        scale = float(np.abs(W).max(initial=0.0))
+        if m < 3 or not np.isfinite(scale) or float(np.abs(W - W.T).max()) > 1e-10 * max(scale, 1e-300):
+            return None
+        lwork = int(dsytrd_lwork(m, lower=1)[0])
+        red, d, e, tau, info = dsytrd(0.5 * (W + W.T), lower=1, lwork=max(lwork, 1))
+        if info != 0:
+            return None
+        # reflectors below the subdiagonal: those of a QR of red[1:, :m-1] (Q = diag(1, Q1))
+        Q = np.eye(m)
+        Q1, _, info = dormqr("L", "N", red[1:, : m - 1], tau[: m - 1], np.eye(m - 1), lwork=max(64 * m, 1))
+        if info != 0 or not np.isfinite(Q1).all():
+            return None
+        Q[1:, 1:] = Q1
+        return cls(d, e, Q)
+
+
+class ShiftedTridiagonal:
+    """:class:`Factor`'s interface for ``I + c W`` with ``W = Q T Q^T`` (:class:`Tridiagonal`) and
+    ``c`` a scalar: a tridiagonal LU of ``I + c T`` (LAPACK ``gttrf``); ``det`` has its sign,
+    solves are ``Q (I + c T)^{-1} Q^T r``.  ``singular`` when a pivot falls below ``1e-13`` of the
+    largest (the caller then takes a dense LU with the least-squares fallback)."""
+
+    least_squares = False
+    merged = None
+
+    def __init__(self, tri: Tridiagonal, c: float) -> None:
+        self.Q = tri.Q
+        off = c * tri.e
+        self.lu = dgttrf(off, 1.0 + c * tri.d, off)
+        dl, du_diag, du, du2, ipiv, info = self.lu
+        ad = np.abs(du_diag)
+        self.singular = bool(info != 0 or not np.isfinite(du_diag).all() or ad.min() <= 1e-13 * ad.max())
+        swaps = int(np.count_nonzero(ipiv != np.arange(1, ipiv.size + 1)))
+        self.sign = 0.0 if self.singular else float(np.prod(np.sign(du_diag))) * (-1.0 if swaps % 2 else 1.0)
+
+    @property
+    def n(self) -> int:
+        return int(self.Q.shape[0])
+
+    def solve(self, rhs: Array) -> Array:
+        dl, d, du, du2, ipiv, _ = self.lu
+        t = self.Q.T @ rhs
+        x, info = dgttrs(dl, d, du, du2, ipiv, t if t.ndim == 2 else t[:, None])
+        return self.Q @ (x if rhs.ndim == 2 else x[:, 0])
 
 
 def kkt_matrix(Q: Array, y: Array, z: NDArray[np.intp], s: float, Qzz: Array | None = None) -> Array:
