@@ -178,3 +178,25 @@ def test_inner_solver_option_from_config_and_errors():
     assert ACS().inner_solver == "exact"
     with pytest.raises(ConfigError, match="inner_solver"):
         ACS(inner_solver="fast").fit(np.eye(5), np.arange(5.0))
+
+
+def test_svm_acs_with_skipped_affine_iterations_reaches_the_same_partial_optima():
+    """Skipping the iterations where ACS creeps along one affine piece (exact SVM fits, linear
+    SP) leaves every age's result as plain ACS's: same duals and v to 1e-6, fewer fits."""
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    rng = np.random.default_rng(1)
+    i = rng.choice(len(y), 120, replace=False)
+    X, y = X[i][:, :6], np.where(y[i] > 0, 1.0, -1.0)
+    X = (X - X.mean(0)) / X.std(0)
+    y[rng.random(120) < 0.3] *= -1  # label noise: ACS creeps near the SP thresholds
+    kw = dict(model="svm", model_params={"C": 1.0, "gamma": 0.2}, sp="linear", lam_min=0.1, lam_max=5.0,
+              lam_step=0.1)
+    fast, plain = ACS(**kw).fit(X, y), ACS(**kw, acs_skip=False).fit(X, y)
+    assert fast.run_info()["acs_skips"] >= 5 and plain.run_info()["acs_skips"] == 0
+    assert fast.n_iter_.sum() < 0.9 * plain.n_iter_.sum()
+    assert fast.converged_.all() and plain.converged_.all()
+    for p, q in zip(fast.candidate_models_, plain.candidate_models_, strict=True):
+        np.testing.assert_allclose(p.dual_coef, q.dual_coef, atol=1e-6)
+    np.testing.assert_allclose(fast.v_path_, plain.v_path_, atol=1e-6)

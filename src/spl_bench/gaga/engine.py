@@ -36,6 +36,7 @@ from scipy.integrate import BDF, DOP853, LSODA, RK45, OdeSolver
 from scipy.optimize import brentq
 from threadpoolctl import threadpool_limits
 
+from spl_bench.gaga.acs_skip import AffineSkip
 from spl_bench.gaga.inner import weighted_lasso  # noqa: F401 (re-export)
 from spl_bench.gaga.linalg import AnyFactor, Factor, det_sign, solve_linear  # noqa: F401 (re-export)
 from spl_bench.gaga.path import AgePath
@@ -134,12 +135,6 @@ class ColumnGroups:
 INTERIOR = np.array([0.2, 0.4, 0.6, 0.8])
 #: steps retaken shorter per segment when their end cannot be projected onto F = 0
 MAX_RETAKES = 4
-#: Tracker.acs_skip_ahead: |q| below this is "at 0"; rank-one test of the ACS differences; the
-#: fraction of the way to the first predicted set change that is skipped; fewest iterations skipped
-ACS_SKIP_ZERO = 1e-9
-ACS_SKIP_RANK1 = 1e-4
-ACS_SKIP_MARGIN = 0.9
-ACS_SKIP_MIN = 3
 
 #: scipy ODE solvers the engine can drive step by step (``EngineOptions.method``)
 ODE_SOLVERS: dict[str, type[OdeSolver]] = {"LSODA": LSODA, "BDF": BDF, "RK45": RK45, "DOP853": DOP853}
@@ -380,7 +375,7 @@ class _Tracker:
         v = self.sp.v_star(self.sys.losses(p), lam)
         dv_prev, next_try, gap = np.inf, 0, 2
         extrapolate = o.acs_extrapolate and p.dual_coef is None
-        hist: list[tuple[Array, Array, NDArray[np.int8]]] = []  # latest affine states (acs_skip_ahead)
+        skip = AffineSkip()  # latest affine states (acs_skip_ahead)
         for it in range(1, o.acs_max_iter + 1):
             p_prev = p
             p, v_new = acs_step(self.sys, lam, p, v)
@@ -397,7 +392,7 @@ class _Tracker:
                 next_try, gap = it + gap, 2 * gap
             dv_prev = dv
             if o.acs_skip and not converged:
-                ahead = self.acs_skip_ahead(lam, p, hist)
+                ahead = self.acs_skip_ahead(lam, p, skip)
                 if ahead is not None:
                     p, growth = ahead
                     v = self.sp.v_star(self.sys.losses(p), lam)
@@ -408,62 +403,17 @@ class _Tracker:
         return (res <= 1e3 * o.newton_tol and self.sys.consistent(lam, o.event_tol).size == 0
                 and self.can_continue(lam))
 
-    def acs_skip_ahead(self, lam: float, p: Params,
-                       hist: list[tuple[Array, Array, NDArray[np.int8]]]) -> tuple[Params, float] | None:
-        """Skip ACS iterations where the ACS map is affine: ``(iterate j steps on, rho**j)`` or ``None``.
-
-        While the sets hold, ACS on an affine system (:meth:`PathSystem.acs_affine_state`:
-        the SVM with the linear or hard SP) is ``x_{k+1} = T x_k + c``.  After a jump it
-        creeps: ``T`` has one eigenvalue ``rho`` near 1 (the ghost of the vanished branch) and
-        the others decay, so the differences ``x_{k+1} - x_k`` become ``rho`` times the previous
-        one and ``x_{k+j} = x_k + (x_k - x_{k-1}) (rho + ... + rho^j)``.  Once three iterates
-        lie on one piece (same signs of ``q``) and the differences of ``x`` and ``q`` are
-        ``rho`` times the previous ones to ``ACS_SKIP_RANK1``, the iterate is moved to the
-        largest ``j`` whose predicted ``q`` stays at ``ACS_SKIP_MARGIN`` of the way to the
-        first sign change (the limit if ``rho < 1`` and it is reached first).  Plain ACS takes
-        over from there, so the set changes happen in ACS's own iterations, in ACS's order;
-        what is skipped are iterations that change no set.  (At least ``ACS_SKIP_MIN``.)
-        """
-        st = self.sys.acs_affine_state(p, lam)
-        if st is None:
-            hist.clear()
+    def acs_skip_ahead(self, lam: float, p: Params, skip: AffineSkip) -> tuple[Params, float] | None:
+        """Skip ACS iterations where the ACS map is affine (:class:`~spl_bench.gaga.acs_skip.AffineSkip`,
+        on the state of :meth:`PathSystem.acs_affine_state`): ``(iterate j steps on, rho**j)``
+        or ``None``."""
+        before = (skip.n_skips, skip.n_skipped)
+        out = skip.ahead(self.sys.acs_affine_state(p, lam))
+        if out is None:
             return None
-        x, q = st
-        pat = (np.sign(q) * (np.abs(q) > ACS_SKIP_ZERO)).astype(np.int8)
-        hist.append((x, q, pat))
-        del hist[:-3]
-        if len(hist) < 3 or not all(np.array_equal(h[2], pat) for h in hist[:2]):
-            return None
-        (x0, q0, _), (x1, q1, _) = hist[0], hist[1]
-        d0, d1, e0, e1 = x1 - x0, x - x1, q1 - q0, q - q1
-        n0 = float(d0 @ d0)
-        if not n0 > 0:
-            return None
-        rho = float(d1 @ d0) / n0
-        nd1, ne1 = float(np.linalg.norm(d1)), float(np.linalg.norm(e1))
-        if not (rho > 0 and np.linalg.norm(d1 - rho * d0) <= ACS_SKIP_RANK1 * nd1
-                and np.linalg.norm(e1 - rho * e0) <= ACS_SKIP_RANK1 * ne1):
-            return None
-        if np.any((pat == 0) & (np.abs(e1) > ACS_SKIP_ZERO)):  # a quantity at 0 about to leave it
-            return None
-        toward = (pat != 0) & (q * e1 < 0)
-        s_first = float(np.min(-q[toward] / e1[toward])) if np.any(toward) else np.inf
-        target = ACS_SKIP_MARGIN * s_first
-        if rho < 1.0 and rho / (1.0 - rho) <= target:  # the fixed point of this piece comes first
-            j, S = np.inf, rho / (1.0 - rho)
-        else:
-            if not np.isfinite(target):
-                return None
-            j = (np.floor(np.log1p(target * (rho - 1.0) / rho) / np.log(rho)) if abs(rho - 1.0) > 1e-12
-                 else np.floor(target))
-            if not j >= ACS_SKIP_MIN:
-                return None
-            j = min(j, 1e6)
-            S = rho * np.expm1(j * np.log(rho)) / (rho - 1.0) if abs(rho - 1.0) > 1e-12 else j
-        hist.clear()
-        self.n_acs_skips += 1
-        self.n_acs_skipped += int(j) if np.isfinite(j) else 0
-        return self.sys.acs_jump_to(x + S * d1, q + S * e1), (rho ** j if np.isfinite(j) else 0.0)
+        self.n_acs_skips += skip.n_skips - before[0]
+        self.n_acs_skipped += skip.n_skipped - before[1]
+        return self.sys.acs_jump_to(out[0], out[1]), out[2]
 
     def extrapolate(self, lam: float, p0: Params, p1: Params, v1: Array) -> tuple[Params, Array]:
         """Over-relax one ACS step ``p0 -> p1`` by a doubling line search on the SPL objective.

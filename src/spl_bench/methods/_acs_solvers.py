@@ -33,6 +33,7 @@ from spl_bench.gaga.inner import WeightedSVMDual, low_rank_factor, weighted_lass
 from spl_bench.models import Model, Params
 from spl_bench.models.lasso import LassoModel
 from spl_bench.models.svm import SVMModel, libsvm_fit, resolve_gamma
+from spl_bench.sp import SPRegularizer
 
 Array = NDArray[np.float64]
 
@@ -166,6 +167,32 @@ class ExactSVMFits:
         sv = idx[support]
         a[sv] = dual * y[sv]
         return self._params(np.clip(a, 0.0, self.C * v), float(b))
+
+    def acs_affine_state(self, params: Params, sp: SPRegularizer, lam: float) -> tuple[Array, Array] | None:
+        """The state of the latest fit for :class:`~spl_bench.gaga.acs_skip.AffineSkip` (the
+        quantities of ``SVMSystem.acs_affine_state``): ``x = (a, b)``; ``q`` = ``g``,
+        ``g - lo/C``, ``g - hi/C`` (hinge kink, SP thresholds), ``a/C``, ``(u - a)/C`` (the
+        fit's sets in its box ``u``).  ``None`` unless ``params`` is that fit, by the exact
+        dual solver, and ``v*`` is affine in the loss on each piece."""
+        last, ds = self._last, self.dual
+        if (not sp.v_affine_in_loss or last is None or ds._last is None or ds.last_u is None
+                or params.dual_coef is not last[0] or ds._last[0] is not last[0]):
+            return None
+        a, b, g = last
+        lo, hi = sp.thresholds(lam)
+        C = self.C
+        return np.append(a, b), np.concatenate([g, g - lo / C, g - hi / C, a / C, (ds.last_u - a) / C])
+
+    def acs_jump_to(self, x: Array, q: Array) -> Params:
+        """Params at an extrapolated state of :meth:`acs_affine_state`; the next fit starts from
+        the sets of the latest one."""
+        ds = self.dual
+        assert ds._last is not None
+        n, C = len(self.y), self.C
+        a = x[:n].copy()
+        ds._last = (a, ds._last[1], ds._last[2])
+        ds.last_u = C * q[4 * n:] + a
+        return self._params(a, float(x[n]), q[:n].copy())
 
     def _margins(self, params: Params) -> Array:
         last = self._last

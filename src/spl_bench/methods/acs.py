@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from spl_bench.errors import ConfigError, check_positive
+from spl_bench.gaga.acs_skip import AffineSkip
 from spl_bench.methods._acs_solvers import WeightedFits, make_inner_solver, solver_info
 from spl_bench.methods.base import Array, SPLEstimator
 from spl_bench.models import Params
@@ -47,6 +48,7 @@ def acs_solve(
     tol: float = 1e-10,
     max_iter: int = 1000,
     kkt_tol: float = 1e-7,
+    skip: AffineSkip | None = None,
 ) -> tuple[Params, Array, int, bool]:
     """Run ACS at one age from ``init``; return ``(params, v, n_iter, converged)``.
 
@@ -57,9 +59,17 @@ def acs_solve(
     to the solvers' accuracy: ``v = v*(ell(params), lam)`` exactly, and either the
     v-step no longer changes ``v`` by more than ``tol`` (max norm) or ``params``
     satisfies the KKT conditions of the ``v``-weighted problem within ``kkt_tol``.
+
+    ``skip``: where the inner solver knows the ACS map to be affine (``acs_affine_state``:
+    the exact SVM fits with the linear or hard SP), runs of iterations that change no set
+    are skipped by :class:`~spl_bench.gaga.acs_skip.AffineSkip` and ACS goes on from the
+    iterate they lead to (they count as one iteration).
     """
     params = init
     v = sp.v_star(model.losses(params, X, y), lam)
+    state = getattr(model, "acs_affine_state", None) if skip is not None else None
+    if skip is not None:
+        skip.clear()
     for it in range(1, max_iter + 1):
         params = model.fit_weighted(X, y, v, warm=params)
         v_new = sp.v_star(model.losses(params, X, y), lam)
@@ -68,6 +78,11 @@ def acs_solve(
         if model.kkt_violation(params, X, y, v_new) <= kkt_tol:
             return params, v_new, it, True
         v = v_new
+        if state is not None and skip is not None:
+            ahead = skip.ahead(state(params, sp, lam))
+            if ahead is not None:
+                params = model.acs_jump_to(ahead[0], ahead[1])  # type: ignore[attr-defined]
+                v = sp.v_star(model.losses(params, X, y), lam)
     return params, v, max_iter, False
 
 
@@ -95,6 +110,11 @@ class ACS(SPLEstimator):
         ``weighted_lasso``); the logistic regression keeps the model's solver.  Both
         reach the same partial optima (``docs/acs.md``); ``exact`` is many times
         faster on the SVM.
+    acs_skip : bool
+        With the exact SVM fits and the linear or hard SP, skip the iterations where ACS
+        creeps along one affine piece (no set changes) by extrapolating them
+        (:mod:`spl_bench.gaga.acs_skip`, as GAGA's warm starts do); ACS's own iterations
+        make every set change.  ``False``: every iteration is computed (``docs/acs.md``).
     """
 
     def __init__(
@@ -111,6 +131,7 @@ class ACS(SPLEstimator):
         max_iter: int = 1000,
         kkt_tol: float = 1e-7,
         inner_solver: str = "exact",
+        acs_skip: bool = True,
     ) -> None:
         super().__init__(model=model, model_params=model_params, sp=sp, sp_params=sp_params)
         self.lam_min = lam_min
@@ -121,6 +142,7 @@ class ACS(SPLEstimator):
         self.max_iter = max_iter
         self.kkt_tol = kkt_tol
         self.inner_solver = inner_solver
+        self.acs_skip = acs_skip
 
     def ages(self) -> Array:
         """The grid of ages this estimator visits."""
@@ -145,9 +167,11 @@ class ACS(SPLEstimator):
         self.n_iter_ = np.empty(len(grid), dtype=int)
         self.converged_ = np.empty(len(grid), dtype=bool)
         self.kkt_ = np.empty(len(grid))
+        skip = AffineSkip() if self.acs_skip else None
+        self.skip_ = skip
         for k, lam in enumerate(grid):
             params, v, it, ok = acs_solve(
-                fits, sp, X, y, float(lam), params, self.tol, self.max_iter, self.kkt_tol
+                fits, sp, X, y, float(lam), params, self.tol, self.max_iter, self.kkt_tol, skip
             )
             self.candidate_models_.append(params)
             self.v_path_[k] = v
@@ -164,5 +188,7 @@ class ACS(SPLEstimator):
             "acs_not_converged": int((~self.converged_).sum()),
             "kkt_max": float(self.kkt_.max()),
             "inner_solver": self.inner_solver_used_,
+            "acs_skips": self.skip_.n_skips if self.skip_ is not None else 0,
+            "acs_skipped": self.skip_.n_skipped if self.skip_ is not None else 0,
             **solver_info(self.inner_),
         }
