@@ -111,7 +111,9 @@ def test_svm_inner_solvers_reach_the_same_partial_optima(seed, kernel, n_dup):
             if est.converged_[k]:
                 v = reg.v_star(m.losses(par, X, y), lam)
                 assert m.kkt_violation(par, X, y, v) <= 1e-6
-        np.testing.assert_allclose(ex.v_path_[k], ref.v_path_[k], atol=1e-6)
+        # v = 1 - ell / lam carries libsvm's error in the margins (1e-6 here, with a linear kernel's
+        # degenerate dual: seed 10000) times 1 / lam: the same bound as the decision values
+        np.testing.assert_allclose(ex.v_path_[k], ref.v_path_[k], atol=1e-5)
         np.testing.assert_allclose(m.decision_function(q, X), m.decision_function(p, X), atol=1e-5)
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.optimize import minimize
 
 from spl_bench.errors import ConfigError, DataError
@@ -175,3 +177,21 @@ def test_svm_kkt_flags_coefficients_outside_the_box(cancer_small):
     v_small = v.copy()
     v_small[bounded] = 0.5  # the box shrank below the fitted coefficients
     assert m.kkt_violation(p, X, y, v_small) >= 0.5
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), shrink=st.floats(0.0, 0.9))
+def test_logistic_warm_started_fit_is_the_cold_fit(seed, shrink):
+    """A weighted logistic fit started from another fit's coefficients (ACS, MOSPL, GAGA's warm
+    starts) reaches the cold fit's optimum: coefficients to 1e-7, KKT <= 1e-7."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(80, 5))
+    y = np.where(X @ rng.normal(size=5) + 0.5 * rng.normal(size=80) > 0, 1.0, -1.0)
+    y[:2] = [-1.0, 1.0]
+    m = get_model("logistic", C=1.0)
+    start = m.fit_weighted(X, y, np.ones(80))
+    v = np.clip(1.0 - shrink * rng.random(80), 0.0, 1.0)
+    cold, warm = m.fit_weighted(X, y, v), m.fit_weighted(X, y, v, warm=start)
+    np.testing.assert_allclose(warm.coef, cold.coef, atol=1e-7)
+    assert abs(warm.intercept - cold.intercept) <= 1e-7
+    assert m.kkt_violation(warm, X, y, v) <= 1e-7

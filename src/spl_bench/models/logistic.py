@@ -48,6 +48,12 @@ class LogisticModel(GLMModel):
             # no data (or one class) left: w = 0 and b solving the weighted 1-D problem
             return self._fit_degenerate(X, y, v)
         est = LogisticRegression(C=self.C, solver="newton-cholesky", tol=self.tol, max_iter=self.max_iter)
+        if warm is not None and warm.coef is not None and np.shape(warm.coef) == (d,) and np.isfinite(warm.coef).all():
+            # Newton from the previous iterate (ACS, MOSPL's refits, GAGA's warm starts): the same
+            # optimum to the solver's tolerance in a few Newton steps instead of a cold start's
+            est.set_params(warm_start=True)
+            est.coef_ = np.asarray(warm.coef, dtype=float).reshape(1, d).copy()
+            est.intercept_ = np.array([float(warm.intercept)])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             est.fit(X[pos], y[pos], sample_weight=v[pos])
