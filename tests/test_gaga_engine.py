@@ -112,6 +112,33 @@ def test_every_ode_solver_gives_the_same_exact_path(method, stiff_steps):
     assert np.allclose([t for _, t in ev], [t for _, t in ev0], rtol=1e-8, atol=1e-10)
 
 
+PC_CASES = [
+    ("svm", "linear", {}, {"C": 1.0, "gamma": 0.2}, 0.1),
+    ("svm", "mixture", {"gamma": 0.3}, {"C": 1.0, "gamma": 0.2}, 0.1),
+    ("svm", "linear", {}, {"C": 1.0, "kernel": "linear"}, 0.1),
+    ("logistic", "linear", {}, {"C": 1.0}, 0.01),  # its losses cross lam below 0.1
+]
+
+
+@pytest.mark.parametrize("model,sp,spp,mp,lam_min", PC_CASES)
+def test_predictor_corrector_gives_the_ode_routes_critical_points(model, sp, spp, mp, lam_min):
+    """The predictor-corrector continuation (``method="PC"``) against the ODE route (RK45 /
+    LSODA): the same event log (kinds, and ages to 1e-7), the same path between critical points
+    (1e-6 on a grid), and fewer factorisations of J."""
+    X, y = _noisy_cancer_svm(70, 2)
+    kw = dict(model=model, sp=sp, sp_params=spp or None, lam_range=(lam_min, 3.0), **mp)
+    ref = age_path(X, y, **kw)
+    pc = age_path(X, y, **kw, options=EngineOptions(method="PC"))
+    ev, ev0 = [(e["kind"], e["lam"]) for e in pc.events], [(e["kind"], e["lam"]) for e in ref.events]
+    assert len(ev0) >= 5
+    assert [k for k, _ in ev] == [k for k, _ in ev0]
+    assert np.allclose([t for _, t in ev], [t for _, t in ev0], rtol=1e-7, atol=1e-9)
+    grid = np.linspace(0.11, 2.99, 200)
+    (a, b), (a0, b0) = pc.at(grid), ref.at(grid)
+    assert np.max(np.abs(a - a0)) <= 1e-6 * (1 + np.abs(a0).max()) and np.max(np.abs(b - b0)) <= 1e-6
+    assert pc.meta["n_rhs"] < ref.meta["n_rhs"]
+
+
 def test_unknown_ode_solver_is_a_clear_error():
     X, y = _diabetes(n=30, d=3)
     with pytest.raises(ConfigError, match="RK45"):
@@ -410,12 +437,12 @@ def test_schur_factor_solves_like_the_dense_factor(seed, n1, n2, dup):
 
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10_000), n1=st.integers(1, 8), n2=st.integers(3, 30),
-       cs=st.lists(st.floats(-8.0, 2.0), min_size=4, max_size=6))
+       cs=st.lists(st.floats(-8.0, 2.0), min_size=6, max_size=8))
 def test_schur_factor_with_one_weight_for_every_mixed_sample_solves_like_the_dense_factor(seed, n1, n2, cs):
-    """The linear SP gives every mixed sample the same ``c``: from the third such point the Schur
+    """The linear SP gives every mixed sample the same ``c``: from the ``UNIFORM_REDUCE_AT``-th such point the Schur
     complement ``I + c W`` is solved through ``W``'s tridiagonal reduction.  Against the dense LU of
     the assembled J at each point: same solution, same sign of det J (where J is not singular)."""
-    from spl_bench.gaga.linalg import Factor, SchurBlocks, SchurFactor, ShiftedTridiagonal
+    from spl_bench.gaga.linalg import UNIFORM_REDUCE_AT, Factor, SchurBlocks, SchurFactor, ShiftedTridiagonal
 
     rng = np.random.default_rng(seed)
     Xs = rng.normal(size=(n1 + n2, 3))
@@ -436,9 +463,10 @@ def test_schur_factor_with_one_weight_for_every_mixed_sample_solves_like_the_den
         x = f.solve(rhs)
         assert np.allclose(x, np.linalg.solve(J, rhs), atol=1e-8 * (1 + np.abs(x).max()))
         assert f.sign == np.sign(np.linalg.det(J))
-    assert not any(kinds[:2])
+    k = UNIFORM_REDUCE_AT - 1
+    assert not any(kinds[:k])
     if not Factor(A).singular:
-        assert any(kinds[2:])
+        assert any(kinds[k:])
 
 
 def test_steps_overshooting_the_end_of_a_branch_are_retaken_not_taken_for_folds():

@@ -37,6 +37,7 @@ from scipy.optimize import brentq
 from threadpoolctl import threadpool_limits
 
 from spl_bench.gaga.acs_skip import AffineSkip
+from spl_bench.gaga.continuation import PredictorCorrector
 from spl_bench.gaga.inner import weighted_lasso  # noqa: F401 (re-export)
 from spl_bench.gaga.linalg import AnyFactor, Factor, det_sign, solve_linear  # noqa: F401 (re-export)
 from spl_bench.gaga.path import AgePath
@@ -54,7 +55,7 @@ class EngineOptions:
     """Numerical settings of the engine."""
 
     # scipy OdeSolver: "auto" (RK45; LSODA from a segment's step ``stiff_steps`` on), LSODA, BDF,
-    # RK45 or DOP853
+    # RK45 or DOP853; or "PC", the predictor-corrector continuation (gaga/continuation.py)
     method: str = "auto"
     stiff_steps: int = 40
     rtol: float = 1e-7
@@ -139,7 +140,7 @@ MAX_RETAKES = 4
 #: scipy ODE solvers the engine can drive step by step (``EngineOptions.method``)
 ODE_SOLVERS: dict[str, type[OdeSolver]] = {"LSODA": LSODA, "BDF": BDF, "RK45": RK45, "DOP853": DOP853}
 #: accepted values of ``EngineOptions.method``
-ODE_METHODS = ("auto", *ODE_SOLVERS)
+ODE_METHODS = ("auto", *ODE_SOLVERS, "PC")
 #: seconds between two calls of the ``progress`` callback of :func:`age_path` from inside a segment
 #: (the call at the end of every segment is always made)
 PROGRESS_INTERVAL = 0.25
@@ -512,9 +513,7 @@ class _Tracker:
         d0 = self.rhs(lam0, np.append(theta0, 0.0))[:-1]
         sign0 = self.last_sign
         name = "RK45" if o.method == "auto" else o.method
-        solver = ODE_SOLVERS[name](self.rhs, lam0, np.append(theta0, 0.0), lam_max, rtol=o.rtol,
-                                   atol=o.atol, max_step=o.max_step,
-                                   first_step=self.first_step(theta0, d0, lam0, lam_max))
+        solver = self.solver(name, lam0, theta0, lam_max, o.max_step, self.first_step(theta0, d0, lam0, lam_max))
         t_prev, theta_prev = lam0, theta0  # the step start and its projected point
         n_seg_steps = retakes = 0
         while True:
@@ -538,9 +537,7 @@ class _Tracker:
                 # events seen inside the step, or as a fold)
                 retakes += 1
                 self.n_retaken_steps += 1
-                solver = ODE_SOLVERS[name](self.rhs, t_prev, np.append(theta_prev, 0.0), lam_max,
-                                           rtol=o.rtol, atol=o.atol, max_step=0.5 * h_step,
-                                           first_step=0.25 * h_step)
+                solver = self.solver(name, t_prev, theta_prev, lam_max, 0.5 * h_step, 0.25 * h_step)
                 continue
             h = self.event_values(theta1, t1)
             bad = np.flatnonzero(h < -o.event_tol * sysm.event_scale(t1))
@@ -604,6 +601,17 @@ class _Tracker:
                 self.n_stiff_switches += 1
                 solver = LSODA(self.rhs, t1, np.append(theta1, 0.0), lam_max, rtol=o.rtol, atol=o.atol,
                                max_step=o.max_step)
+
+    def solver(self, name: str, t0: float, theta0: Array, lam_max: float, max_step: float,
+               first_step: float | None) -> OdeSolver:
+        """The stepper of a segment: a scipy ODE solver on the path ODE, or (``"PC"``) the
+        predictor-corrector continuation of :mod:`spl_bench.gaga.continuation`."""
+        y0 = np.append(theta0, 0.0)
+        if name == "PC":
+            return PredictorCorrector(self, t0, y0, lam_max, max_step, first_step)
+        o = self.o
+        return ODE_SOLVERS[name](self.rhs, t0, y0, lam_max, rtol=o.rtol, atol=o.atol, max_step=max_step,
+                                 first_step=first_step)
 
     def fill(self, t1: float, dense: Any) -> None:
         """Record projected points inside ``(lams[-1], t1)`` where ``AgePath.at`` would be inaccurate.

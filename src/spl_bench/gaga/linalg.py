@@ -173,6 +173,10 @@ def groups_hint(labels: NDArray[np.intp]) -> tuple[NDArray[np.intp], Array, NDAr
     return group, np.bincount(group).astype(float), keep
 
 
+#: SchurBlocks.complement: the point of a set configuration at which W is reduced to tridiagonal
+UNIFORM_REDUCE_AT = 5
+
+
 class SchurBlocks:
     """The parts of a block system that stay fixed while the index sets do.
 
@@ -203,14 +207,14 @@ class SchurBlocks:
 
         When ``c`` is one value for every index (the linear SP-regularizer: ``dv/dl = -1/lam``
         for every mixed sample) and ``W`` is symmetric (the SVM's is), ``S = Q (I + c T) Q^T``
-        with ``W = Q T Q^T`` tridiagonal, reduced once per set configuration from its third
-        such point on (the reduction costs about four LUs; a segment asks for ten or more
-        points): each point is then a tridiagonal LU and two products with ``Q``.  Else one
-        LU per point.
+        with ``W = Q T Q^T`` tridiagonal, reduced once per set configuration at its
+        ``UNIFORM_REDUCE_AT``-th such point (the reduction costs about four LUs; an RK45
+        segment asks for ten or more points, a predictor-corrector one for a few): each point
+        is then a tridiagonal LU and two products with ``Q``.  Else one LU per point.
         """
         if c.size >= 3 and self._tri is not False and float(np.ptp(c)) <= 1e-14 * float(np.abs(c).max()):
             self._n_uniform += 1
-            if self._tri is None and self._n_uniform >= 3:
+            if self._tri is None and self._n_uniform >= UNIFORM_REDUCE_AT:
                 self._tri = Tridiagonal.make(self.W) or False
             if isinstance(self._tri, Tridiagonal):
                 f = ShiftedTridiagonal(self._tri, float(c[0]))

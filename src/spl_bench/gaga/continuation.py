@@ -1,0 +1,138 @@
+"""Predictor–corrector continuation of a path segment (``EngineOptions.method="PC"``).
+
+Between two critical points the path is the solution of ``F(theta, lam) = 0`` with fixed
+sets (GAGA eq. (5), Theorem 3); the ODE ``d theta / d lam = -J_theta^{-1} J_lam`` is one way
+to follow it.  Here the equation itself is followed instead, as continuation methods do:
+
+* **predictor**: the tangent step ``theta + h theta'(lam)`` (Euler on the ODE);
+* **corrector**: Newton on ``F(., lam + h) = 0`` from the prediction, chord iterations with the
+  factor of ``J_theta`` at the step start first (``_Tracker.newton``), so the end point is a
+  point of the path to the Newton tolerance, not an ODE approximation of one;
+* **one factorisation per step**, at the accepted end: it gives the tangent there (the next
+  predictor and the end derivative of the step's interpolant) and the sign of ``det J``
+  (folds);
+* **dense output**: the cubic Hermite interpolant of both ends with their exact tangents (the
+  interpolant ``AgePath.at`` uses between recorded points);
+* **step control**: the interpolant is checked at the middle of the step against the middle
+  point projected onto ``F = 0``; the step is kept when they agree to ``dense_tol`` relative,
+  and the next step is scaled by ``(dense_tol / err)^(1/4)`` (the interpolant's error is
+  ``O(h^4)``), within ``[1/2, 2]`` and ``max_step``.
+
+An explicit Runge–Kutta step costs six factorisations (one per stage); this one costs one,
+plus residual evaluations.  Where the corrector fails even on short steps (the branch ends:
+a fold), the step ends at the unprojected prediction, as an ODE step would, and the
+tracker's own retake / fold handling decides.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.integrate import DenseOutput, OdeSolver
+
+Array = NDArray[np.float64]
+
+#: step halvings tried when the corrector fails, before the prediction is returned as it is
+MAX_HALVINGS = 6
+#: bounds of the factor of the next step size
+GROW, SHRINK = 2.0, 0.5
+
+
+class HermiteOutput(DenseOutput):
+    """Cubic Hermite interpolant of ``(t0, y0, f0)`` and ``(t1, y1, f1)`` (values, derivatives)."""
+
+    def __init__(self, t0: float, t1: float, y0: Array, y1: Array, f0: Array, f1: Array) -> None:
+        super().__init__(t0, t1)
+        self.h = t1 - t0
+        self.y0, self.y1, self.f0, self.f1 = y0, y1, f0, f1
+
+    def _call_impl(self, t: Any) -> Array:
+        s = (np.asarray(t, dtype=float) - self.t_old) / self.h
+        h00 = (1 + 2 * s) * (1 - s) ** 2
+        h10 = s * (1 - s) ** 2
+        h01 = s**2 * (3 - 2 * s)
+        h11 = s**2 * (s - 1)
+        if s.ndim == 0:
+            return h00 * self.y0 + h10 * self.h * self.f0 + h01 * self.y1 + h11 * self.h * self.f1
+        return (np.outer(self.y0, h00) + np.outer(self.h * self.f0, h10) + np.outer(self.y1, h01)
+                + np.outer(self.h * self.f1, h11))
+
+
+def hermite_mid(y0: Array, y1: Array, f0: Array, f1: Array, h: float) -> Array:
+    """The cubic Hermite interpolant at the middle of the step."""
+    return 0.5 * (y0 + y1) + 0.125 * h * (f0 - f1)
+
+
+class PredictorCorrector(OdeSolver):
+    """scipy's :class:`~scipy.integrate.OdeSolver` interface over a tracker's path equation.
+
+    ``tracker`` gives ``rhs(lam, ext)`` (the tangent, factorising ``J_theta`` there and keeping
+    the factor as ``last_factor``), ``newton(theta, lam, chord=)`` (the projection onto
+    ``F = 0``: point and relative residual) and ``o`` (``newton_tol``, ``dense_tol``).  The
+    state ``ext`` is ``theta`` with a trailing 0, as the ODE route's.
+    """
+
+    def __init__(self, tracker: Any, t0: float, y0: Array, t_bound: float, max_step: float,
+                 first_step: float | None = None) -> None:
+        super().__init__(tracker.rhs, t0, y0, t_bound, vectorized=False)
+        self.tr = tracker
+        self.max_step = float(max_step)
+        self.f = self.fun(self.t, self.y)  # the tangent at the start (memoised by the tracker)
+        self.chord = tracker.last_factor
+        span = abs(t_bound - t0)
+        self.h_next = min(float(first_step) if first_step else 0.01 * span, self.max_step, span)
+        self.y_old: Array | None = None
+        self.f_old: Array | None = None
+        self.n_rejected = 0
+
+    def _project(self, y: Array, t: float) -> tuple[Array, float]:
+        theta, res = self.tr.newton(y[:-1].copy(), t, chord=self.chord)
+        return np.append(theta, 0.0), res
+
+    def _step_impl(self) -> tuple[bool, str | None]:
+        o = self.tr.o
+        t, y, f = self.t, self.y, self.f
+        h = min(self.h_next, self.max_step)
+        ok_res = 1e3 * o.newton_tol
+        for _ in range(MAX_HALVINGS + 1):
+            t1 = t + h
+            if t1 >= self.t_bound or self.t_bound - t1 < 1e-12 * max(1.0, abs(t1)):
+                t1, h = self.t_bound, self.t_bound - t
+            y1, res = self._project(y + h * f, t1)
+            if res <= ok_res:
+                f1 = self.fun(t1, y1)  # one factorisation: tangent and sign of det J at the end
+                ym = hermite_mid(y, y1, f, f1, h)
+                pm, res_m = self._project(ym, t + 0.5 * h)
+                scale = 1.0 + float(np.abs(pm).max(initial=0.0))
+                err = float(np.abs(pm - ym).max(initial=0.0)) / scale
+                if res_m <= ok_res and err <= o.dense_tol:
+                    grow = GROW if err == 0.0 else min(GROW, max(SHRINK, 0.9 * (o.dense_tol / err) ** 0.25))
+                    self._accept(t1, y1, f1, min(h * grow, self.max_step))
+                    return True, None
+                if res_m <= ok_res and err > 0.0:  # the interpolant is off: shorter by its O(h^4)
+                    h *= max(0.2, min(SHRINK, 0.9 * (o.dense_tol / err) ** 0.25))
+                else:
+                    h *= SHRINK
+            else:
+                h *= SHRINK
+            self.n_rejected += 1
+            if h <= 1e-12 * max(1.0, abs(t)):
+                break
+        # the corrector fails even on short steps: return the prediction as it is (the tracker
+        # retakes the step shorter, then treats the end of the branch as a fold)
+        t1 = min(t + h / SHRINK, self.t_bound)
+        y1 = y + (t1 - t) * f
+        self._accept(t1, y1, f.copy(), self.max_step)
+        return True, None
+
+    def _accept(self, t1: float, y1: Array, f1: Array, h_next: float) -> None:
+        self.t_old, self.y_old, self.f_old = self.t, self.y, self.f
+        self.t, self.y, self.f = t1, y1, f1
+        self.chord = self.tr.last_factor
+        self.h_next = h_next
+
+    def _dense_output_impl(self) -> HermiteOutput:
+        assert self.y_old is not None and self.f_old is not None
+        return HermiteOutput(self.t_old, self.t, self.y_old, self.y, self.f_old, self.f)
