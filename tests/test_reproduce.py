@@ -111,6 +111,23 @@ def test_comparison_against_an_independent_computation(tmp_path):
     assert set(other["status"]) <= {"not_run", "unavailable_offline"}
 
 
+def test_deferred_and_failed_cells_carry_their_reason(tmp_path):
+    """A cell without rows listed in ``deferred.csv`` is ``not_run`` with the measured reason, one in
+    ``failures.csv`` is ``failed``; the others keep the generic ``not_run`` reason."""
+    vals = {"original": [0.33, 0.35]}
+    _fake_rows(tmp_path, vals, vals)
+    pd.DataFrame([{"paper": "gaga", "table": 2, "dataset": "houses", "method": "gaga",
+                   "reason": "measured: too slow here"}]).to_csv(tmp_path / "deferred.csv", index=False)
+    pd.DataFrame([{"paper": "gaga", "table": 2, "dataset": "ailerons", "method": "acs", "cell": "x", "seed": 0,
+                   "reason": "ValueError: boom"}]).to_csv(tmp_path / "failures.csv", index=False)
+    cells = cmp.compare_table("2", tmp_path, cmp.load_failures(tmp_path)).cells
+    cells = cells[cells["selection"] == "validation"].set_index(["dataset", "method"])
+    assert tuple(cells.loc[("houses", "gaga"), ["status", "reason"]]) == ("not_run", "measured: too slow here")
+    assert tuple(cells.loc[("ailerons", "acs"), ["status", "reason"]]) == ("failed", "ValueError: boom")
+    assert cells.loc[("houses", "acs"), "status"] == "not_run"
+    assert cells.loc[("houses", "acs"), "reason"].startswith("no committed rows yet")
+
+
 def test_order_mark():
     grp = pd.DataFrame({"method": ["original", "acs", "mospl", "gaga"], "ours_mean": [0.3, 0.25, 0.22, 0.2]})
     assert cmp._order_mark(grp, better=False) == "yes"

@@ -165,7 +165,7 @@ class TableComparison:
     cells: pd.DataFrame  # one row per paper cell x selection
 
 
-def compare_table(key: str, rows_root: Path | None = None, failures: dict[str, str] | None = None) -> TableComparison:
+def compare_table(key: str, rows_root: Path | None = None, failures: dict | None = None) -> TableComparison:
     """Join the paper's cells of one table with our summaries (both selection rules)."""
     experiment, paper, table = TABLES[key]
     pap = load_paper(paper, table).copy()
@@ -216,14 +216,14 @@ def _join(paper: str, table: int, pap: pd.DataFrame, ours: pd.DataFrame, name: s
     return recs
 
 
-def _status(r, failures: dict[str, str]) -> tuple[str, str]:
+def _status(r, failures: dict) -> tuple[str, str]:
     target = PAPER_RUNS[r.paper]
     if r.runs == 0:
         if not _available(r.dataset):
             return "unavailable_offline", "no offline copy of the data set (OpenML / UCI needs the network)"
-        why = failures.get((r.paper, r.table, r.dataset, r.method))
-        if why:
-            return "failed", why
+        known = failures.get((r.paper, r.table, r.dataset, r.method))
+        if known:
+            return known
         return "not_run", "no committed rows yet (scripts/reproduce_tables.py --plan shows what is left)"
     note = ""
     if np.isfinite(r.z) and abs(r.z) > FAR and "@" not in r.selection:  # variants carry their own protocol
@@ -502,12 +502,17 @@ def update_readme(section: str, readme: Path) -> None:
     readme.write_text(text)
 
 
-def load_failures(root: Path | None = None) -> dict:
-    path = (root or rows_dir()) / "failures.csv"
-    if not path.is_file():
-        return {}
-    f = pd.read_csv(path)
-    return {(r.paper, int(r.table), r.dataset, r.method): r.reason for r in f.itertuples()}
+def load_failures(root: Path | None = None) -> dict[tuple, tuple[str, str]]:
+    """``(paper, table, dataset, method) -> (status, reason)`` for the cells without rows that have
+    a known reason: ``failures.csv`` (runs that failed: ``failed``) and ``deferred.csv`` (cells
+    measured too slow to run on this machine, with what was measured: ``not_run``)."""
+    out: dict[tuple, tuple[str, str]] = {}
+    for name, status in (("deferred.csv", "not_run"), ("failures.csv", "failed")):
+        path = (root or rows_dir()) / name
+        if path.is_file():
+            for r in pd.read_csv(path).itertuples():
+                out[(r.paper, int(r.table), r.dataset, r.method)] = (status, str(r.reason))
+    return out
 
 
 def critical_points(rows_root: Path | None = None) -> pd.DataFrame:
