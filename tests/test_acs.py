@@ -98,19 +98,26 @@ def _both(model, mp, X, y, **kw):
 @given(seed=st.integers(0, 10_000), kernel=st.sampled_from(["rbf", "linear"]), n_dup=st.integers(0, 6))
 def test_svm_inner_solvers_reach_the_same_partial_optima(seed, kernel, n_dup):
     """libsvm (solved to 1e-10 here) and the exact warm-started dual give the same ACS result at
-    every age: same v, same decision values, each a partial optimum (KKT of the v*-weighted dual)."""
+    every age where both converged: same v, same decision values, each a partial optimum (KKT of
+    the v*-weighted dual).  An age where one ran out of iterations ends at an iterate that is not
+    a partial optimum (seed 299, rbf, 3 duplicates: plain ACS creeps for 200 iterations at the
+    third age, the exact solver's affine skip reaches the partial optimum in 42), so it is not
+    compared."""
     X, y = _svm_problem(seed, 40, 3, n_dup)
     mp = {"C": 1.0, "kernel": kernel, "gamma": 0.3, "tol": 1e-10}
     ref, ex = _both("svm", mp, X, y, lam_min=0.3, lam_max=3.0, lam_step=0.9, max_iter=200)
     assert ex.inner_solver_used_ == "exact" and ex.run_info()["inner_fits"] > 0
     assert ex.run_info()["inner_libsvm_fits"] <= 0.1 * ex.run_info()["inner_fits"] + 1
     m, reg = ref.model_, get_sp("linear")
+    assert (ref.converged_ & ex.converged_).any()
     for k, lam in enumerate(ex.lambdas_):
         p, q = ref.candidate_models_[k], ex.candidate_models_[k]
         for est, par in ((ref, p), (ex, q)):
             if est.converged_[k]:
                 v = reg.v_star(m.losses(par, X, y), lam)
                 assert m.kkt_violation(par, X, y, v) <= 1e-6
+        if not (ref.converged_[k] and ex.converged_[k]):
+            continue
         # v = 1 - ell / lam carries libsvm's error in the margins (1e-6 here, with a linear kernel's
         # degenerate dual: seed 10000) times 1 / lam: the same bound as the decision values
         np.testing.assert_allclose(ex.v_path_[k], ref.v_path_[k], atol=1e-5)
