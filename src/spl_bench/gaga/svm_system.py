@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from spl_bench.gaga.acs_skip import svm_jump, svm_state
 from spl_bench.gaga.inner import WeightedSVMDual, canonical_duplicates, low_rank_factor
 from spl_bench.gaga.linalg import (
     AnyFactor,
@@ -421,27 +422,12 @@ class SVMSystem(PathSystem):
     def acs_affine_state(self, params: Params, lam: float) -> tuple[Array, Array] | None:
         """The hinge margins ``g`` are affine in ``(a, b)``; with an SP whose ``v*`` is affine in
         the loss on each piece (linear, hard), so are the box ``u = C v*`` of the next fit and,
-        for fixed free / upper-bound sets, its solution.  ``q`` holds ``g``, ``g - lo/C``,
-        ``g - hi/C`` (the hinge kink and the SP thresholds) and ``a/C``, ``(u - a)/C`` (the
-        fit's sets), for the fit that produced ``params`` and the box it had."""
-        ds, last = self.dual_solver, self._last_fit
-        if (not self.sp.v_affine_in_loss or ds is None or ds._last is None or ds.last_u is None
-                or last is None or params.dual_coef is not last[0] or ds._last[0] is not last[0]):
-            return None
-        a, b, g = last
-        lo, hi = self.sp.thresholds(lam)
-        C = self.C
-        x = np.append(a, b)
-        return x, np.concatenate([g, g - lo / C, g - hi / C, a / C, (ds.last_u - a) / C])
+        for fixed free / upper-bound sets, its solution (:func:`~spl_bench.gaga.acs_skip.svm_state`)."""
+        return svm_state(self.dual_solver, self._last_fit, params.dual_coef, self.C, self.sp, lam)
 
     def acs_jump_to(self, x: Array, q: Array) -> Params:
-        ds = self.dual_solver
-        assert ds is not None and ds._last is not None
-        n, C = self.n, self.C
-        a, b = x[:n].copy(), float(x[n])
-        self._last_fit = (a, b, q[:n].copy())  # the margins, extrapolated like everything else
-        ds._last = (a, ds._last[1], ds._last[2])  # the next fit starts from this piece's sets
-        ds.last_u = C * q[4 * n:] + a
+        a, b, g = svm_jump(self.dual_solver, x, q, self.C)
+        self._last_fit = (a, b, g)  # the margins, extrapolated like everything else
         return Params(dual_coef=a, intercept=b, X_fit=self.X, y_fit=self.y, extra={"gamma": self.gamma})
 
     def losses(self, params: Params) -> Array:

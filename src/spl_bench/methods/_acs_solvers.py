@@ -28,6 +28,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from spl_bench.errors import ConfigError
+from spl_bench.gaga.acs_skip import svm_jump, svm_state
 from spl_bench.gaga.engine import ColumnGroups
 from spl_bench.gaga.inner import WeightedSVMDual, low_rank_factor, weighted_lasso
 from spl_bench.models import Model, Params
@@ -169,30 +170,13 @@ class ExactSVMFits:
         return self._params(np.clip(a, 0.0, self.C * v), float(b))
 
     def acs_affine_state(self, params: Params, sp: SPRegularizer, lam: float) -> tuple[Array, Array] | None:
-        """The state of the latest fit for :class:`~spl_bench.gaga.acs_skip.AffineSkip` (the
-        quantities of ``SVMSystem.acs_affine_state``): ``x = (a, b)``; ``q`` = ``g``,
-        ``g - lo/C``, ``g - hi/C`` (hinge kink, SP thresholds), ``a/C``, ``(u - a)/C`` (the
-        fit's sets in its box ``u``).  ``None`` unless ``params`` is that fit, by the exact
-        dual solver, and ``v*`` is affine in the loss on each piece."""
-        last, ds = self._last, self.dual
-        if (not sp.v_affine_in_loss or last is None or ds._last is None or ds.last_u is None
-                or params.dual_coef is not last[0] or ds._last[0] is not last[0]):
-            return None
-        a, b, g = last
-        lo, hi = sp.thresholds(lam)
-        C = self.C
-        return np.append(a, b), np.concatenate([g, g - lo / C, g - hi / C, a / C, (ds.last_u - a) / C])
+        """The affine state of the latest fit for :class:`~spl_bench.gaga.acs_skip.AffineSkip`
+        (:func:`~spl_bench.gaga.acs_skip.svm_state`, as GAGA's warm starts use it)."""
+        return svm_state(self.dual, self._last, params.dual_coef, self.C, sp, lam)
 
     def acs_jump_to(self, x: Array, q: Array) -> Params:
-        """Params at an extrapolated state of :meth:`acs_affine_state`; the next fit starts from
-        the sets of the latest one."""
-        ds = self.dual
-        assert ds._last is not None
-        n, C = len(self.y), self.C
-        a = x[:n].copy()
-        ds._last = (a, ds._last[1], ds._last[2])
-        ds.last_u = C * q[4 * n:] + a
-        return self._params(a, float(x[n]), q[:n].copy())
+        """Params at an extrapolated state of :meth:`acs_affine_state`."""
+        return self._params(*svm_jump(self.dual, x, q, self.C))
 
     def _margins(self, params: Params) -> Array:
         last = self._last
