@@ -38,6 +38,7 @@ from threadpoolctl import threadpool_limits
 
 from spl_bench.gaga.acs_skip import AffineSkip
 from spl_bench.gaga.continuation import PredictorCorrector
+from spl_bench.gaga.glm_system import GLMSystem
 from spl_bench.gaga.inner import weighted_lasso  # noqa: F401 (re-export)
 from spl_bench.gaga.linalg import AnyFactor, Factor, det_sign, solve_linear  # noqa: F401 (re-export)
 from spl_bench.gaga.path import AgePath
@@ -986,6 +987,9 @@ def age_path(
         "n_acs_skips": tr.n_acs_skips,
         "n_acs_skipped": tr.n_acs_skipped,
     }
+    if isinstance(system, GLMSystem):
+        meta["n_refined_solves"] = system.n_refined
+        meta["n_jacobian_factors"] = system.n_full_factors
     if isinstance(system, SVMSystem):
         meta["kernel_gamma"] = float(system.gamma)
         if system.dual_solver is not None:

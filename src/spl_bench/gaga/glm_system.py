@@ -22,12 +22,14 @@ so the system stays smooth up to the event.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from spl_bench.gaga.inner import weighted_lasso
+from spl_bench.gaga.linalg import AnyFactor, Factor, RefinedFactor, pcg
 from spl_bench.gaga.system_base import SAMPLE_SETS, Array, PathSystem, _has_mixed, sp_v, sp_weights
 from spl_bench.models import Model, Params
 from spl_bench.models.datafits import Quadratic
@@ -42,6 +44,9 @@ class GLMSystem(PathSystem):
     """A linear model ``sum_i v_i ell(x_i^T w (+ b), y_i) + R(w)`` from ``model.datafit`` and
     ``model.penalty`` (lasso, L2 logistic regression, Huber-L1, ...)."""
 
+    #: systems with this many unknowns or more solve with J_theta by refinement (:meth:`factor`)
+    refine_min_dim = 400
+
     def __init__(self, model: Model, sp: SPRegularizer, X: Array, y: Array) -> None:
         super().__init__(model, sp, X, y)
         self.datafit = model.datafit  # type: ignore[attr-defined]
@@ -55,6 +60,11 @@ class GLMSystem(PathSystem):
         self.piecewise = bool(self.datafit.piecewise)
         self.n_events = self.poff + (self.n if self.piecewise else 0)
         self._cache: dict[str, Any] = {}
+        #: (factor of a J_theta, the support it was made on, max |J_theta|): RefinedFactor's reference
+        self._ref: tuple[Factor, NDArray[np.bool_], float] | None = None
+        #: (factor of a Hessian of the v-weighted fit, its max |.|): reference of _newton_fit's solves
+        self._fit_ref: tuple[Factor, float] | None = None
+        self.n_refined = self.n_full_factors = 0  # factor() calls served by refinement / by an LU
 
     # ------------------------------------------------------------------ state
     def init_from(self, params: Params, lam: float) -> None:
@@ -159,35 +169,163 @@ class GLMSystem(PathSystem):
         F[:k] += self.penalty.grad(theta[:k], self.sign[self.active], self.n)
         return F
 
-    def jacobians(self, theta: Array, lam: float) -> tuple[Array, Array]:
+    def _curvature(self, theta: Array, lam: float) -> tuple[Array, Array, Array]:
+        """``(X_A of the live rows, D, J_lam)`` with ``J_theta = Phi^T diag(D) Phi + R''``:
+        ``D = v ell'' + (dv/dell) ell'^2`` (GAGA eq. (5) differentiated through ``v*``)."""
         XA, l1, l2, v, dl, dlam = self._live_terms(theta, lam)
-        D = v * l2 + dl * l1 * l1
+        return XA, v * l2 + dl * l1 * l1, self._phi_T(dlam * l1, XA)
+
+    def _gram(self, theta: Array, XA: Array, D: Array) -> Array:
+        """``Phi^T diag(D) Phi + R''(w_A)`` over the rows of ``XA`` (``Phi = [X_A, 1]`` with an intercept)."""
         k = XA.shape[1]
         DX = D[:, None] * XA
         JA = XA.T @ DX
         JA[np.diag_indices(k)] += self.penalty.hess_diag(theta[:k], self.n)
-        if self.icpt:
-            J = np.empty((k + 1, k + 1))
-            J[:k, :k] = JA
-            col = DX.sum(axis=0)
-            J[:k, k] = col
-            J[k, :k] = col
-            J[k, k] = D.sum()
-        else:
-            J = JA
-        return J, self._phi_T(dlam * l1, XA)
+        if not self.icpt:
+            return JA
+        J = np.empty((k + 1, k + 1))
+        J[:k, :k] = JA
+        col = DX.sum(axis=0)
+        J[:k, k] = col
+        J[k, :k] = col
+        J[k, k] = D.sum()
+        return J
+
+    def jacobians(self, theta: Array, lam: float) -> tuple[Array, Array]:
+        XA, D, Jl = self._curvature(theta, lam)
+        return self._gram(theta, XA, D), Jl
+
+    def _jvp(self, theta: Array, XA: Array, D: Array) -> Callable[[Array], Array]:
+        """``x -> J_theta x`` without forming ``J_theta`` (two products with the live rows)."""
+        k = XA.shape[1]
+        hd = self.penalty.hess_diag(theta[:k], self.n)
+
+        def matvec(x: Array) -> Array:
+            u = D * self._predictor(x, XA) if x.ndim == 1 else D[:, None] * (XA @ x[:k] + (x[k] if self.icpt else 0.0))
+            out = self._phi_T(u, XA) if x.ndim == 1 else np.vstack([XA.T @ u, u.sum(axis=0)])[: x.shape[0]]
+            out[:k] += hd * x[:k] if x.ndim == 1 else hd[:, None] * x[:k]
+            return out
+
+        return matvec
+
+    def factor(self, theta: Array, lam: float) -> tuple[AnyFactor, Array]:
+        """``(factorised J_theta, J_lam)``.  With ``refine_min_dim`` or more unknowns, solves
+        refine on the latest factorised ``J_theta`` of the same support (:class:`RefinedFactor`:
+        ``O(n k)`` per iteration instead of ``O(n k^2 + k^3)`` per point); ``J_theta`` is formed
+        and factorised afresh when the refinement does not contract, and becomes the reference."""
+        if theta.shape[0] < self.refine_min_dim:
+            self.n_full_factors += 1
+            return super().factor(theta, lam)
+        XA, D, Jl = self._curvature(theta, lam)
+
+        def full() -> Factor:
+            f = Factor(self.jacobians(theta, lam)[0])
+            if not f.singular:
+                self._ref = (f, self.active.copy(), float(np.abs(f.J).max(initial=0.0)))
+            return f
+
+        ref = self._ref
+        if ref is not None and ref[0].n == theta.shape[0] and np.array_equal(ref[1], self.active):
+            f = RefinedFactor(self._jvp(theta, XA, D), ref[0], full, jscale=ref[2])
+            _, ok = f.refine(-Jl)
+            if ok:
+                self.n_refined += 1
+                return f, Jl
+        self.n_full_factors += 1
+        return full(), Jl
 
     def fit_weighted(self, v: Array, warm: Params) -> Params:
-        """Quadratic datafit with L1: the exact active-set solver (falls back to the model's solver)."""
+        """The v-weighted fit of an ACS step (GAGA Algorithm 1), warm-started from ``warm``.
+
+        Quadratic datafit with L1: the exact active-set solver.  A smooth datafit with a smooth
+        penalty and ``refine_min_dim`` or more unknowns: Newton with refined solves
+        (:meth:`_newton_fit`).  Otherwise, or if these do not converge, the model's solver.
+        """
         if isinstance(self.datafit, Quadratic) and isinstance(self.penalty, L1):
             w = weighted_lasso(self.X, self.y, v, self.penalty.level(self.n), warm.coef)
             if w is not None:
                 return Params(coef=w)
+        elif (not self.penalty.sparse and not self.piecewise and self.d + self.icpt >= self.refine_min_dim
+              and warm.coef is not None and np.isfinite(warm.coef).all()):
+            out = self._newton_fit(v, warm)
+            if out is not None:
+                return out
         return self.model.fit_weighted(self.X, self.y, v, warm=warm)
 
+    def _newton_fit(self, v: Array, warm: Params, tol: float = 1e-11, max_iter: int = 50) -> Params | None:
+        """``argmin sum_i v_i ell(z_i) + R(w)`` by damped Newton from ``warm``, each Newton system
+        solved by conjugate gradients preconditioned by the factorised Hessian of an earlier step
+        or fit (:func:`~spl_bench.gaga.linalg.pcg`; the Hessian is formed afresh when they do not
+        converge).
+
+        Stops when the gradient is below ``tol`` relative to its datafit part (the scale of the
+        model's KKT check); ``None`` when it does not get there (the caller falls back).
+        """
+        live = np.flatnonzero(v > 0)
+        if live.size == 0 or (self.model.task == "classification" and np.unique(self.y[live]).size < 2):
+            return None
+        XL = np.ascontiguousarray(self.X[live])
+        vL, yL = v[live], self.y[live]
+        theta = np.append(warm.coef, float(warm.intercept)) if self.icpt else np.array(warm.coef, dtype=float)
+        k = self.d
+        no_sign = np.zeros(k)
+
+        def terms(th: Array) -> tuple[float, Array, Array]:
+            ell, l1, l2 = self.datafit.derivatives(self._predictor(th, XL), yL)
+            obj = float(vL @ ell) + float(self.penalty.value(th[:k], self.n))
+            return obj, vL * l1, vL * l2
+
+        obj, u, D = terms(theta)
+        for _ in range(max_iter):
+            g = self._phi_T(u, XL)
+            scale = 1.0 + float(np.abs(g[:k]).max())
+            g[:k] += self.penalty.grad(theta[:k], no_sign, self.n)
+            if float(np.abs(g).max()) <= tol * scale:
+                return Params(coef=theta[:k].copy(), intercept=float(theta[k]) if self.icpt else 0.0)
+
+            def full(_th: Array = theta, _D: Array = D) -> Factor:
+                f = Factor(self._gram(_th, XL, _D))
+                if not f.singular:
+                    self._fit_ref = (f, float(np.abs(f.J).max(initial=0.0)))
+                return f
+
+            ref = self._fit_ref
+            step = None
+            if ref is not None and ref[0].n == theta.shape[0]:
+                # the Hessian of a convex fit is SPD: conjugate gradients on the reference's factor
+                step = pcg(self._jvp(theta, XL, D), -g, ref[0], tol=1e-13)
+            if step is None:
+                step = full().solve(-g)
+            decrease = -float(g @ step)  # predicted by the quadratic model, twice over
+            if not decrease > 0:
+                return None
+            t = 1.0
+            cand = theta + step
+            obj_c, u_c, D_c = terms(cand)
+            if decrease > 1e-13 * (1.0 + abs(obj)):
+                # backtracking (Armijo); below that the objective cannot tell the steps apart
+                # (the full Newton step is taken: near the optimum it is quadratically convergent)
+                for _ in range(30):
+                    if np.isfinite(obj_c) and obj_c <= obj - 1e-4 * t * decrease:
+                        break
+                    t *= 0.5
+                    cand = theta + t * step
+                    obj_c, u_c, D_c = terms(cand)
+                else:
+                    return None
+            if not np.isfinite(obj_c):
+                return None
+            theta, obj, u, D = cand, obj_c, u_c, D_c
+        return None
+
     def stable(self, theta: Array, lam: float) -> bool:
-        """``J_theta`` is the Hessian of the SPL objective on the current face: positive definite?"""
-        J, _ = self.jacobians(theta, lam)
+        """``J_theta`` is the Hessian of the SPL objective on the current face: positive definite?
+
+        A refined factor (:class:`RefinedFactor`) certifies that ``J_theta`` has its reference's
+        inertia: the reference's Cholesky factorisation answers.
+        """
+        f, _ = self.factor(theta, lam)
+        J = f.ref.J if isinstance(f, RefinedFactor) else f.J
         if J.shape[0] == 0:
             return True
         try:

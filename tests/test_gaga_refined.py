@@ -1,0 +1,150 @@
+"""Solves with J_theta by refinement on a nearby factor (GLM systems with many unknowns).
+
+Checked against dense LU solves and against the path computed with an LU at every point.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from spl_bench.gaga import age_path
+from spl_bench.gaga.glm_system import GLMSystem
+from spl_bench.gaga.linalg import Factor, RefinedFactor, pcg
+from spl_bench.models import get_model
+from spl_bench.sp import get_sp
+
+
+def _sym(rng: np.random.Generator, k: int, indefinite: bool) -> np.ndarray:
+    A = rng.normal(size=(k, k))
+    eig = rng.uniform(0.5, 3.0, k)
+    if indefinite:
+        eig[: k // 3] *= -1
+    Qm, _ = np.linalg.qr(A)
+    return (Qm * eig) @ Qm.T
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), k=st.integers(2, 30), eps=st.floats(0.0, 0.2), indefinite=st.booleans())
+def test_refined_solves_equal_dense_solves_and_keep_the_reference_inertia(seed, k, eps, indefinite):
+    rng = np.random.default_rng(seed)
+    J_ref = _sym(rng, k, indefinite)
+    E = rng.normal(size=(k, k))
+    J = J_ref + eps * (E + E.T) / (2 * np.sqrt(k))
+    b = rng.normal(size=k)
+    f = RefinedFactor(lambda x: J @ x, Factor(J_ref), lambda: Factor(J))
+    x, accepted = f.refine(b)
+    x_dense = np.linalg.solve(J, b)
+    if accepted:
+        assert np.abs(x - x_dense).max() <= 1e-9 * (1 + np.abs(x_dense).max())
+        # the certified inertia: same sign of det J and, for a PD reference, J PD too
+        assert f.sign == np.sign(np.linalg.det(J))
+        if not indefinite:
+            assert np.linalg.eigvalsh(J).min() > 0
+    # solve() is exact either way (refined, or the factor of J itself)
+    assert np.abs(f.solve(b) - x_dense).max() <= 1e-9 * (1 + np.abs(x_dense).max())
+    assert np.abs(f.solve(2 * b) - 2 * x_dense).max() <= 1e-9 * (1 + np.abs(x_dense).max())
+
+
+def test_refinement_is_refused_across_a_change_of_inertia():
+    """J with one eigenvalue of the reference flipped (a fold in between): never certified."""
+    rng = np.random.default_rng(3)
+    k = 12
+    Qm, _ = np.linalg.qr(rng.normal(size=(k, k)))
+    eig = np.linspace(1.0, 2.0, k)
+    J_ref = (Qm * eig) @ Qm.T
+    eig2 = eig.copy()
+    eig2[0] = -0.05
+    J = (Qm * eig2) @ Qm.T
+    calls = []
+
+    def full():
+        calls.append(1)
+        return Factor(J)
+
+    f = RefinedFactor(lambda x: J @ x, Factor(J_ref), full)
+    b = rng.normal(size=k)
+    assert not f.refine(b)[1]
+    assert np.allclose(f.solve(b), np.linalg.solve(J, b), rtol=1e-10, atol=1e-12) and calls == [1]
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), k=st.integers(1, 40), eps=st.floats(0.0, 2.0))
+def test_pcg_equals_dense_solves_and_never_returns_a_wrong_one(seed, k, eps):
+    rng = np.random.default_rng(seed)
+    J_ref = _sym(rng, k, indefinite=False)
+    E = rng.normal(size=(k, k))
+    J = J_ref + eps * E @ E.T / k  # SPD, up to far from the reference
+    b = rng.normal(size=k)
+    x = pcg(lambda u: J @ u, b, Factor(J_ref))
+    x_dense = np.linalg.solve(J, b)
+    assert x is not None  # k + 1 steps at most in exact arithmetic: well within max_iter
+    assert np.abs(x - x_dense).max() <= 1e-9 * (1 + np.abs(x_dense).max())
+    if k >= 2:
+        Jn = J - (np.linalg.eigvalsh(J)[0] + 1.0) * np.eye(k)  # one eigenvalue -1 or less
+        xn = pcg(lambda u: Jn @ u, b, Factor(J_ref))
+        # refused, or (when no iterate met the negative direction) an exact solution all the same
+        assert xn is None or np.abs(Jn @ xn - b).max() <= 1e-12 * np.abs(b).max() * 10
+
+
+def _noisy_cancer(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Breast-cancer rows (all 30 features, standardised) with 30 % of the labels flipped."""
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    rng = np.random.default_rng(seed)
+    i = rng.choice(len(y), n, replace=False)
+    X, y = X[i], np.where(y[i] > 0, 1.0, -1.0)
+    X = (X - X.mean(0)) / X.std(0)
+    y[rng.random(n) < 0.3] *= -1
+    return X, y
+
+
+def _path(X, y, sp, lam_min):
+    return age_path(X, y, "logistic", sp, lam_range=(lam_min, 3.0), C=1.0)
+
+
+# (below these ages every loss is above the SP threshold at the start: a one-class fit, w = 0)
+@pytest.mark.parametrize("sp,lam_min", [("linear", 0.3), ("mixture", 0.5)])
+def test_logistic_path_with_refined_solves_equals_the_lu_path(sp, lam_min, monkeypatch):
+    """The same event log (kinds, indices, ages to 1e-8) and the same path on a grid, with
+    refined solves and Newton-fitted warm starts everywhere as with an LU at every point."""
+    X, y = _noisy_cancer(150)
+    monkeypatch.setattr(GLMSystem, "refine_min_dim", 10**9)
+    ref = _path(X, y, sp, lam_min)
+    monkeypatch.setattr(GLMSystem, "refine_min_dim", 1)
+    new = _path(X, y, sp, lam_min)
+    assert new.meta["n_refined_solves"] > new.meta["n_jacobian_factors"] > 0
+    assert ref.meta["n_refined_solves"] == 0
+    ev = [(e["kind"], e["lam"]) for e in new.events]
+    ev0 = [(e["kind"], e["lam"]) for e in ref.events]
+    assert len(ev0) >= 10
+    assert [k for k, _ in ev] == [k for k, _ in ev0]
+    assert np.allclose([t for _, t in ev], [t for _, t in ev0], rtol=1e-8, atol=1e-10)
+    grid = np.linspace(lam_min + 0.01, 2.99, 150)
+    (a, b), (a0, b0) = new.at(grid), ref.at(grid)
+    assert np.abs(a - a0).max() <= 1e-7 * (1 + np.abs(a0).max()) and np.abs(b - b0).max() <= 1e-7
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), drop=st.floats(0.0, 0.6))
+def test_newton_fit_equals_the_models_solver(seed, drop):
+    """The v-weighted logistic fit of the warm starts (Newton, refined solves) against scikit-learn's
+    Newton-Cholesky (the model's solver): the same optimum, KKT at the model's tolerance."""
+    X, y = _noisy_cancer(120, seed % 1000)
+    rng = np.random.default_rng(seed)
+    model = get_model("logistic", C=1.0)
+    system = GLMSystem(model, get_sp("linear"), X, y)
+    v = rng.random(X.shape[0])
+    v[rng.random(X.shape[0]) < drop] = 0.0
+    warm = model.fit_weighted(X, y, np.ones(X.shape[0]))
+    for _ in range(2):  # the second fit refines on the first one's Hessian
+        ours = system._newton_fit(v, warm)
+        theirs = model.fit_weighted(X, y, v, warm=warm)
+        assert ours is not None
+        assert np.abs(ours.coef - theirs.coef).max() <= 1e-7 * (1 + np.abs(theirs.coef).max())
+        assert abs(ours.intercept - theirs.intercept) <= 1e-7 * (1 + abs(theirs.intercept))
+        assert model.kkt_violation(ours, X, y, v) <= 1e-8
+        warm, v = ours, np.clip(v * rng.uniform(0.8, 1.2, v.size), 0.0, 1.0)
