@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from spl_bench.gaga import age_path
 from spl_bench.gaga.glm_system import GLMSystem
-from spl_bench.gaga.linalg import Factor, RefinedFactor, pcg
+from spl_bench.gaga.linalg import CholeskyFactor, Factor, RefinedFactor, pcg
 from spl_bench.models import get_model
 from spl_bench.sp import get_sp
 
@@ -21,7 +21,7 @@ def _sym(rng: np.random.Generator, k: int, indefinite: bool) -> np.ndarray:
     A = rng.normal(size=(k, k))
     eig = rng.uniform(0.5, 3.0, k)
     if indefinite:
-        eig[: k // 3] *= -1
+        eig[: max(1, k // 3)] *= -1
     Qm, _ = np.linalg.qr(A)
     return (Qm * eig) @ Qm.T
 
@@ -34,7 +34,10 @@ def test_refined_solves_equal_dense_solves_and_keep_the_reference_inertia(seed, 
     E = rng.normal(size=(k, k))
     J = J_ref + eps * (E + E.T) / (2 * np.sqrt(k))
     b = rng.normal(size=k)
-    f = RefinedFactor(lambda x: J @ x, Factor(J_ref), lambda: Factor(J))
+    # positive definite reference: conjugate gradients on its Cholesky factor; else Richardson
+    ref = CholeskyFactor.attempt(J_ref) or Factor(J_ref)
+    assert isinstance(ref, CholeskyFactor) != indefinite
+    f = RefinedFactor(lambda x: J @ x, ref, lambda: Factor(J), max_iter=40 if not indefinite else 10)
     x, accepted = f.refine(b)
     x_dense = np.linalg.solve(J, b)
     if accepted:
@@ -48,8 +51,10 @@ def test_refined_solves_equal_dense_solves_and_keep_the_reference_inertia(seed, 
     assert np.abs(f.solve(2 * b) - 2 * x_dense).max() <= 1e-9 * (1 + np.abs(x_dense).max())
 
 
-def test_refinement_is_refused_across_a_change_of_inertia():
-    """J with one eigenvalue of the reference flipped (a fold in between): never certified."""
+@pytest.mark.parametrize("cholesky", [False, True])
+def test_refinement_is_refused_across_a_change_of_inertia(cholesky):
+    """J with one eigenvalue of the reference flipped (a fold in between): never certified,
+    neither by Richardson on an LU nor by conjugate gradients on a Cholesky factor."""
     rng = np.random.default_rng(3)
     k = 12
     Qm, _ = np.linalg.qr(rng.normal(size=(k, k)))
@@ -64,7 +69,8 @@ def test_refinement_is_refused_across_a_change_of_inertia():
         calls.append(1)
         return Factor(J)
 
-    f = RefinedFactor(lambda x: J @ x, Factor(J_ref), full)
+    f = RefinedFactor(lambda x: J @ x, CholeskyFactor.attempt(J_ref) if cholesky else Factor(J_ref), full,
+                      max_iter=40)
     b = rng.normal(size=k)
     assert not f.refine(b)[1]
     assert np.allclose(f.solve(b), np.linalg.solve(J, b), rtol=1e-10, atol=1e-12) and calls == [1]

@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from spl_bench.gaga.inner import weighted_lasso
-from spl_bench.gaga.linalg import AnyFactor, Factor, RefinedFactor, pcg
+from spl_bench.gaga.linalg import AnyFactor, CholeskyFactor, Factor, RefinedFactor
 from spl_bench.gaga.system_base import SAMPLE_SETS, Array, PathSystem, _has_mixed, sp_v, sp_weights
 from spl_bench.models import Model, Params
 from spl_bench.models.datafits import Quadratic
@@ -46,6 +46,8 @@ class GLMSystem(PathSystem):
 
     #: systems with this many unknowns or more solve with J_theta by refinement (:meth:`factor`)
     refine_min_dim = 400
+    #: products with the data a refined solve may take (conjugate gradients) before J is formed afresh
+    refine_max_iter = 40
 
     def __init__(self, model: Model, sp: SPRegularizer, X: Array, y: Array) -> None:
         super().__init__(model, sp, X, y)
@@ -218,15 +220,17 @@ class GLMSystem(PathSystem):
             return super().factor(theta, lam)
         XA, D, Jl = self._curvature(theta, lam)
 
-        def full() -> Factor:
-            f = Factor(self.jacobians(theta, lam)[0])
+        def full() -> Factor | CholeskyFactor:
+            J = self.jacobians(theta, lam)[0]
+            f = CholeskyFactor.attempt(J) or Factor(J)
             if not f.singular:
-                self._ref = (f, self.active.copy(), float(np.abs(f.J).max(initial=0.0)))
+                self._ref = (f, self.active.copy(), float(np.abs(J).max(initial=0.0)))
             return f
 
         ref = self._ref
         if ref is not None and ref[0].n == theta.shape[0] and np.array_equal(ref[1], self.active):
-            f = RefinedFactor(self._jvp(theta, XA, D), ref[0], full, jscale=ref[2])
+            f = RefinedFactor(self._jvp(theta, XA, D), ref[0], full, jscale=ref[2],
+                              max_iter=self.refine_max_iter if isinstance(ref[0], CholeskyFactor) else 10)
             _, ok = f.refine(-Jl)
             if ok:
                 self.n_refined += 1
@@ -254,9 +258,9 @@ class GLMSystem(PathSystem):
 
     def _newton_fit(self, v: Array, warm: Params, tol: float = 1e-11, max_iter: int = 50) -> Params | None:
         """``argmin sum_i v_i ell(z_i) + R(w)`` by damped Newton from ``warm``, each Newton system
-        solved by conjugate gradients preconditioned by the factorised Hessian of an earlier step
-        or fit (:func:`~spl_bench.gaga.linalg.pcg`; the Hessian is formed afresh when they do not
-        converge).
+        solved by conjugate gradients preconditioned by the Cholesky factor of the Hessian of an
+        earlier step or fit (:class:`RefinedFactor`; the Hessian is formed and factorised afresh
+        when they do not converge in ``refine_max_iter`` products).
 
         Stops when the gradient is below ``tol`` relative to its datafit part (the scale of the
         model's KKT check); ``None`` when it does not get there (the caller falls back).
@@ -283,18 +287,18 @@ class GLMSystem(PathSystem):
             if float(np.abs(g).max()) <= tol * scale:
                 return Params(coef=theta[:k].copy(), intercept=float(theta[k]) if self.icpt else 0.0)
 
-            def full(_th: Array = theta, _D: Array = D) -> Factor:
-                f = Factor(self._gram(_th, XL, _D))
+            def full(_th: Array = theta, _D: Array = D) -> Factor | CholeskyFactor:
+                H = self._gram(_th, XL, _D)
+                f = CholeskyFactor.attempt(H) or Factor(H)
                 if not f.singular:
-                    self._fit_ref = (f, float(np.abs(f.J).max(initial=0.0)))
+                    self._fit_ref = (f, float(np.abs(H).max(initial=0.0)))
                 return f
 
             ref = self._fit_ref
-            step = None
             if ref is not None and ref[0].n == theta.shape[0]:
-                # the Hessian of a convex fit is SPD: conjugate gradients on the reference's factor
-                step = pcg(self._jvp(theta, XL, D), -g, ref[0], tol=1e-13)
-            if step is None:
+                step = RefinedFactor(self._jvp(theta, XL, D), ref[0], full, jscale=ref[1],
+                                     max_iter=self.refine_max_iter).solve(-g)
+            else:
                 step = full().solve(-g)
             decrease = -float(g @ step)  # predicted by the quadratic model, twice over
             if not decrease > 0:
@@ -322,10 +326,14 @@ class GLMSystem(PathSystem):
         """``J_theta`` is the Hessian of the SPL objective on the current face: positive definite?
 
         A refined factor (:class:`RefinedFactor`) certifies that ``J_theta`` has its reference's
-        inertia: the reference's Cholesky factorisation answers.
+        inertia: the reference's factorisation answers.
         """
         f, _ = self.factor(theta, lam)
-        J = f.ref.J if isinstance(f, RefinedFactor) else f.J
+        if isinstance(f, RefinedFactor):
+            f = f.ref
+        if isinstance(f, CholeskyFactor):
+            return True
+        J = f.J
         if J.shape[0] == 0:
             return True
         try:

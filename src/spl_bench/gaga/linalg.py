@@ -7,11 +7,12 @@ systems' own exact solvers (the warm-started weighted-SVM active-set fit).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import scipy.linalg as sla
 from numpy.typing import NDArray
-from scipy.linalg.lapack import dgetrf, dgetrs, dgttrf, dgttrs, dormqr, dsytrd, dsytrd_lwork
+from scipy.linalg.lapack import dgetrf, dgetrs, dgttrf, dgttrs, dormqr, dpotrf, dpotrs, dsytrd, dsytrd_lwork
 
 Array = NDArray[np.float64]
 
@@ -108,59 +109,113 @@ class Factor:
         return np.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0)
 
 
+class CholeskyFactor:
+    """Cholesky factorisation of a symmetric positive definite ``J`` (LAPACK ``potrf``), with the
+    interface of :class:`Factor` (``sign`` +1, never singular).  :meth:`attempt` gives ``None``
+    when ``J`` is not positive definite."""
+
+    singular = False
+    least_squares = False
+    groups = None
+    sign = 1.0
+
+    def __init__(self, J: Array, c: Array) -> None:
+        self.J, self._c = J, c
+
+    @classmethod
+    def attempt(cls, J: Array) -> CholeskyFactor | None:
+        c, info = dpotrf(J, lower=False, clean=False)
+        if info != 0 or not np.isfinite(c).all():
+            return None
+        dg = np.abs(np.diag(c))
+        if dg.size and not dg.min() > 1e-8 * dg.max():  # condition number above ~1e16
+            return None
+        return cls(J, c)
+
+    @property
+    def n(self) -> int:
+        return int(self.J.shape[0])
+
+    def solve(self, rhs: Array) -> Array:
+        x, info = dpotrs(self._c, rhs, lower=False)
+        if info != 0:  # pragma: no cover - potrs fails only on bad arguments
+            raise np.linalg.LinAlgError(f"potrs info {info}")
+        return x
+
+
 class RefinedFactor:
-    """Solves with ``J`` by iterative refinement on the factor of a nearby ``J_ref``.
+    """Solves with ``J`` by iterations on the factor of a nearby ``J_ref``, with ``J x`` from
+    ``matvec`` (a product with the data, ``O(n k)``) instead of forming ``J`` (``O(n k^2)``) and
+    factorising it (``O(k^3)``).
 
-    Preconditioned Richardson: ``x_0 = J_ref^{-1} b``, ``x_{k+1} = x_k + J_ref^{-1} (b - J x_k)``,
-    with ``J x`` from ``matvec`` (a product with the data, ``O(n k)``) instead of forming ``J``
-    (``O(n k^2)``) and factorising it (``O(k^3)``).  The error contracts by ``I - J_ref^{-1} J``
-    per iteration.  :meth:`refine` accepts a solve only if the residual reached ``tol`` (relative
-    to ``b``) within ``max_iter`` iterations and no iteration reduced it by less than ``rate``:
-    then the spectral radius of ``I - M``, ``M = J_ref^{-1} J``, is taken to be below one, so every
-    eigenvalue of ``M`` has a positive real part.  For symmetric ``J_ref`` and ``J`` the segment
-    ``J_ref ((1 - t) I + t M)`` is then non-singular for ``t`` in [0, 1], and ``J`` has the inertia of
-    ``J_ref``: the same sign of ``det J`` (:attr:`sign`) and the same definiteness.  A path that
-    approaches a fold (``J`` singular) slows the contraction down and is refused; the caller
-    then factorises ``J`` afresh (:meth:`GLMSystem.factor`).
+    ``J_ref`` positive definite (a :class:`CholeskyFactor`): conjugate gradients preconditioned by
+    it (:func:`pcg`).  They are accepted when the residual reaches ``tol`` with every curvature
+    ``p^T J p`` positive; ``J`` is then taken to be positive definite too (``sign`` +1: a negative
+    eigenvalue of ``J``, generic right-hand sides, would either show up as a non-positive
+    curvature or keep the residual from converging).
 
-    A failed :meth:`solve` after an accepted one (another right-hand side) falls back to
-    ``full()``, the factor of ``J`` itself, and keeps it.  ``jscale``: ``max |J_ref|`` if known.
+    Otherwise preconditioned Richardson: ``x_0 = J_ref^{-1} b``, ``x_{k+1} = x_k + J_ref^{-1} (b - J x_k)``.
+    The error contracts by ``I - M``, ``M = J_ref^{-1} J``.  A solve is accepted if the residual
+    reached ``tol`` within ``max_iter`` iterations, each reducing it by ``rate`` or better:
+    then the spectral radius of ``I - M`` is taken to be below one, so every eigenvalue of ``M``
+    has a positive real part, the segment ``J_ref ((1 - t) I + t M)`` is non-singular for ``t``
+    in [0, 1], and symmetric ``J`` has the inertia of ``J_ref``: the same sign of ``det J``.
+
+    Either way a path that approaches a fold (``J`` singular) is refused, and the caller
+    factorises ``J`` afresh.  The tolerance is relative to ``max(|rhs|, max|J_ref| |x|)``,
+    the scale of an LU solve's backward error.  A failed :meth:`solve` after an accepted
+    :meth:`refine` (another right-hand side) falls back to ``full()``, the factor of ``J``
+    itself, and keeps it.  ``jscale``: ``max |J_ref|`` if known.
     """
 
-    def __init__(self, matvec: Callable[[Array], Array], ref: Factor, full: Callable[[], Factor],
+    singular = False
+    least_squares = False
+    groups = None
+
+    def __init__(self, matvec: Callable[[Array], Array], ref: Factor | CholeskyFactor, full: Callable[[], Any],
                  jscale: float | None = None, tol: float = 1e-13, max_iter: int = 10, rate: float = 0.5) -> None:
         self.matvec = matvec
         self.ref = ref
         self.full = full
         self.tol, self.max_iter, self.rate = tol, max_iter, rate
         self.sign = ref.sign
-        self.iterations = 0  # refinement iterations of the latest solve
-        self._fallback: Factor | None = None
+        self.iterations = 0  # products with J of the latest solve
+        self._jscale = jscale
+        self._fallback: Any = None
         self._memo: tuple[Array, Array] | None = None
-        self._jscale = jscale  # max |J_ref|
 
     @property
     def n(self) -> int:
         return self.ref.n
 
-    singular = False
-    least_squares = False
-    groups = None
-
-    def refine(self, rhs: Array) -> tuple[Array, bool]:
-        """``(x, accepted)``: the refined solution of ``J x = rhs`` and whether its residual met
-        ``tol`` (relative to ``max(|rhs|, |J_ref| |x|)``, the scale of an LU solve's backward
-        error) with every iteration before contracting it by ``rate`` or better."""
-        x = self.ref.solve(rhs)
-        scale = float(np.abs(rhs).max(initial=0.0))
-        if scale == 0.0:
-            return x, True
+    def _tol_scale(self, rhs: Array, x: Array) -> float:
         if self._jscale is None:
             self._jscale = float(np.abs(self.ref.J).max(initial=0.0))
+        return max(float(np.abs(rhs).max(initial=0.0)), self._jscale * float(np.abs(x).max(initial=0.0)))
+
+    def refine(self, rhs: Array) -> tuple[Array, bool]:
+        """``(x, accepted)``: the solution of ``J x = rhs`` and whether it was accepted (see the class)."""
+        if isinstance(self.ref, CholeskyFactor):
+            x0 = self.ref.solve(rhs)
+            count = [0]
+
+            def mv(u: Array) -> Array:
+                count[0] += 1
+                return self.matvec(u)
+
+            x = pcg(mv, rhs, self.ref, tol=self.tol, max_iter=self.max_iter, scale=self._tol_scale(rhs, x0))
+            self.iterations = count[0]
+            if x is None:
+                return x0, False
+            self._memo = (rhs.copy(), x)
+            return x, True
+        x = self.ref.solve(rhs)
+        if not np.abs(rhs).max(initial=0.0) > 0:
+            return x, True
         prev = np.inf
         for it in range(self.max_iter + 1):
             r = rhs - self.matvec(x)
-            res = float(np.abs(r).max()) / max(scale, self._jscale * float(np.abs(x).max()))
+            res = float(np.abs(r).max()) / self._tol_scale(rhs, x)
             if not np.isfinite(res):
                 break
             self.iterations = it
@@ -185,15 +240,17 @@ class RefinedFactor:
         return self._fallback.solve(rhs)
 
 
-def pcg(matvec: Callable[[Array], Array], rhs: Array, precond: Factor, tol: float = 1e-13,
-        max_iter: int = 200) -> Array | None:
+def pcg(matvec: Callable[[Array], Array], rhs: Array, precond: Any, tol: float = 1e-13,
+        max_iter: int = 200, scale: float | None = None) -> Array | None:
     """Conjugate gradients for ``J x = rhs`` with ``J`` symmetric positive definite, preconditioned
-    by the factor of a nearby SPD matrix; ``None`` if the relative residual does not reach ``tol``
-    in ``max_iter`` iterations or a direction of non-positive curvature shows up (``J`` not PD)."""
-    scale = float(np.abs(rhs).max(initial=0.0))
+    by the factor of a nearby SPD matrix (anything with ``solve``); ``None`` if the residual does
+    not reach ``tol`` (relative to ``scale``, default ``max |rhs|``) in ``max_iter`` iterations or a
+    direction of non-positive curvature shows up (``J`` not positive definite)."""
     x = precond.solve(rhs)
-    if scale == 0.0:
+    if not np.abs(rhs).max(initial=0.0) > 0:
         return x
+    if scale is None:
+        scale = float(np.abs(rhs).max())
     r = rhs - matvec(x)
     z = precond.solve(r)
     p = z.copy()
@@ -652,4 +709,4 @@ def det_sign(J: Array) -> float:
 
 
 #: what a system's ``factor`` returns (all have ``n``, ``sign``, ``singular``, ``solve``)
-AnyFactor = Factor | SchurFactor | KKTUpdate | MergedKKT | RefinedFactor
+AnyFactor = Factor | SchurFactor | KKTUpdate | MergedKKT | RefinedFactor | CholeskyFactor
