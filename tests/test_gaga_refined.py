@@ -154,3 +154,15 @@ def test_newton_fit_equals_the_models_solver(seed, drop):
         assert abs(ours.intercept - theirs.intercept) <= 1e-7 * (1 + abs(theirs.intercept))
         assert model.kkt_violation(ours, X, y, v) <= 1e-8
         warm, v = ours, np.clip(v * rng.uniform(0.8, 1.2, v.size), 0.0, 1.0)
+
+
+def test_cholesky_preconditioner_by_the_explicit_inverse_equals_the_triangular_solves():
+    rng = np.random.default_rng(5)
+    J = _sym(rng, 25, indefinite=False)
+    f = CholeskyFactor.attempt(J)
+    assert f is not None and CholeskyFactor.attempt(-J) is None
+    b = rng.normal(size=(CholeskyFactor.INVERSE_AFTER + 3, 25))
+    out = np.array([f.precondition(r) for r in b])
+    assert f._inv is not None  # switched to the inverse on the way
+    assert np.allclose(out, np.linalg.solve(J, b.T).T, rtol=1e-10, atol=1e-12)
+    assert np.allclose(f.solve(b.T), np.linalg.solve(J, b.T), rtol=1e-12, atol=1e-13)

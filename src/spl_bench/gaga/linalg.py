@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 import scipy.linalg as sla
 from numpy.typing import NDArray
-from scipy.linalg.lapack import dgetrf, dgetrs, dgttrf, dgttrs, dormqr, dpotrf, dpotrs, dsytrd, dsytrd_lwork
+from scipy.linalg.blas import dsymv
+from scipy.linalg.lapack import dgetrf, dgetrs, dgttrf, dgttrs, dormqr, dpotrf, dpotri, dpotrs, dsytrd, dsytrd_lwork
 
 Array = NDArray[np.float64]
 
@@ -119,8 +120,14 @@ class CholeskyFactor:
     groups = None
     sign = 1.0
 
+    #: preconditioner applications after which the explicit inverse is formed (``potri``: about
+    #: the cost of the factorisation; a ``symv`` then costs a fifth of the two triangular solves)
+    INVERSE_AFTER = 20
+
     def __init__(self, J: Array, c: Array) -> None:
         self.J, self._c = J, c
+        self._uses = 0
+        self._inv: Array | None = None
 
     @classmethod
     def attempt(cls, J: Array) -> CholeskyFactor | None:
@@ -141,6 +148,19 @@ class CholeskyFactor:
         if info != 0:  # pragma: no cover - potrs fails only on bad arguments
             raise np.linalg.LinAlgError(f"potrs info {info}")
         return x
+
+    def precondition(self, r: Array) -> Array:
+        """``J^{-1} r`` as a preconditioner (:func:`pcg`): by the explicit inverse once this factor
+        has been applied ``INVERSE_AFTER`` times (not backward stable, which a preconditioner
+        need not be; :meth:`solve` stays the triangular solves)."""
+        self._uses += 1
+        if self._inv is None and self._uses >= self.INVERSE_AFTER and r.ndim == 1:
+            inv, info = dpotri(self._c, lower=False)
+            if info == 0:
+                self._inv = np.asfortranarray(np.triu(inv) + np.triu(inv, 1).T)
+        if self._inv is not None and r.ndim == 1:
+            return dsymv(1.0, self._inv, r)
+        return self.solve(r)
 
 
 class RefinedFactor:
@@ -246,13 +266,14 @@ def pcg(matvec: Callable[[Array], Array], rhs: Array, precond: Any, tol: float =
     by the factor of a nearby SPD matrix (anything with ``solve``); ``None`` if the residual does
     not reach ``tol`` (relative to ``scale``, default ``max |rhs|``) in ``max_iter`` iterations or a
     direction of non-positive curvature shows up (``J`` not positive definite)."""
-    x = precond.solve(rhs)
+    apply = getattr(precond, "precondition", precond.solve)
+    x = apply(rhs)
     if not np.abs(rhs).max(initial=0.0) > 0:
         return x
     if scale is None:
         scale = float(np.abs(rhs).max())
     r = rhs - matvec(x)
-    z = precond.solve(r)
+    z = apply(r)
     p = z.copy()
     rz = float(r @ z)
     for _ in range(max_iter):
@@ -265,7 +286,7 @@ def pcg(matvec: Callable[[Array], Array], rhs: Array, precond: Any, tol: float =
         alpha = rz / curv
         x = x + alpha * p
         r = r - alpha * Jp
-        z = precond.solve(r)
+        z = apply(r)
         rz_new = float(r @ z)
         p = z + (rz_new / rz) * p
         rz = rz_new
