@@ -163,11 +163,32 @@ def test_lasso_inner_solvers_reach_the_same_partial_optima(diabetes, dup_cols):
         assert m.kkt_violation(q, X, y, ex.v_path_[k]) <= 1e-6
 
 
-def test_logistic_exact_keeps_the_models_solver(cancer_small):
+def test_logistic_exact_keeps_the_models_solver_for_few_features(cancer_small):
     X, y = cancer_small
     ref, ex = _both("logistic", {"C": 1.0}, X, y, lam_grid=[0.8, 2.0])
     assert ex.inner_solver_used_ == "model" and ex.run_info()["inner_solver"] == "model"
     np.testing.assert_array_equal(ex.v_path_, ref.v_path_)
+
+
+@pytest.mark.parametrize("sp", ["linear", "mixture"])
+def test_logistic_inner_solvers_reach_the_same_partial_optima(cancer_small, sp, monkeypatch):
+    """Many features (here: the threshold lowered to the 30 of breast cancer): the exact solver's
+    Newton fits with conjugate-gradient solves against scikit-learn's Newton-Cholesky, the same v and
+    fits at every age, each a partial optimum."""
+    from spl_bench.gaga.glm_system import GLMDesign
+
+    monkeypatch.setattr(GLMDesign, "refine_min_dim", 1)
+    X, y = cancer_small
+    ref, ex = _both("logistic", {"C": 1.0}, X, y, sp=sp, lam_grid=[0.6, 1.0, 2.0, 4.0])
+    info = ex.run_info()
+    assert info["inner_solver"] == "exact" and info["inner_fits"] > 0 and info["inner_fallbacks"] == 0
+    assert ref.converged_.all() and ex.converged_.all()
+    m, reg = ref.model_, get_sp(sp)
+    for k, lam in enumerate(ex.lambdas_):
+        p, q = ref.candidate_models_[k], ex.candidate_models_[k]
+        np.testing.assert_allclose(ex.v_path_[k], ref.v_path_[k], atol=1e-7)
+        np.testing.assert_allclose(m.decision_function(q, X), m.decision_function(p, X), atol=1e-7)
+        assert m.kkt_violation(q, X, y, reg.v_star(m.losses(q, X, y), lam)) <= 1e-6
 
 
 def test_inner_solver_option_from_config_and_errors():

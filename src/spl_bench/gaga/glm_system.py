@@ -40,82 +40,40 @@ from spl_bench.sp import EASY, HARD, MIXED, SPRegularizer
 ACTIVE, INACTIVE = "A", "inactive"
 
 
-class GLMSystem(PathSystem):
-    """A linear model ``sum_i v_i ell(x_i^T w (+ b), y_i) + R(w)`` from ``model.datafit`` and
-    ``model.penalty`` (lasso, L2 logistic regression, Huber-L1, ...)."""
+class GLMDesign:
+    """Products with the design ``Phi = [X_A, 1]`` (the intercept column if the penalty has one) of
+    a linear model made of ``model.datafit`` and ``model.penalty``, and the v-weighted fit by
+    Newton on them (:meth:`newton_fit`).  Shared by the path system (:class:`GLMSystem`) and the
+    exact inner solver of the ACS / MOSPL baselines (``methods._acs_solvers.ExactGLMFits``).
 
-    #: systems with this many unknowns or more solve with J_theta by refinement (:meth:`factor`)
+    ``theta`` is ``(w_A, b)`` with an intercept, ``w_A`` without.
+    """
+
+    #: this many unknowns or more: solves with J_theta / the fit's Hessian by refinement
+    #: (:class:`~spl_bench.gaga.linalg.RefinedFactor`) and the v-weighted fits by :meth:`newton_fit`
     refine_min_dim = 400
-    #: products with the data a refined solve may take (conjugate gradients) before J is formed afresh
+    #: products with the data a refined solve may take (conjugate gradients) before the matrix is
+    #: formed afresh
     refine_max_iter = 40
 
-    def __init__(self, model: Model, sp: SPRegularizer, X: Array, y: Array) -> None:
-        super().__init__(model, sp, X, y)
+    def __init__(self, model: Model, X: Array, y: Array) -> None:
+        self.model = model
+        self.X, self.y = X, y
+        self.n, self.d = X.shape
         self.datafit = model.datafit  # type: ignore[attr-defined]
         self.penalty = model.penalty  # type: ignore[attr-defined]
-        if not self.datafit.smooth:
-            raise TypeError(f"the GLM path system needs a (piecewise) smooth datafit, not {self.datafit!r}")
         self.icpt = bool(self.penalty.has_intercept)
-        #: offsets of the event blocks: features [0, off), samples [off, poff), pieces [poff, ...)
-        self.off = self.d if self.penalty.sparse else 0
-        self.poff = self.off + 2 * self.n
-        self.piecewise = bool(self.datafit.piecewise)
-        self.n_events = self.poff + (self.n if self.piecewise else 0)
-        self._cache: dict[str, Any] = {}
-        #: (factor of a J_theta, the support it was made on, max |J_theta|): RefinedFactor's reference
-        self._ref: tuple[Factor, NDArray[np.bool_], float] | None = None
-        #: (factor of a Hessian of the v-weighted fit, its max |.|): reference of _newton_fit's solves
-        self._fit_ref: tuple[Factor, float] | None = None
-        self.n_refined = self.n_full_factors = 0  # factor() calls served by refinement / by an LU
-
-    # ------------------------------------------------------------------ state
-    def init_from(self, params: Params, lam: float) -> None:
-        self.w = np.array(params.coef, dtype=float)
-        self.b = float(params.intercept) if self.icpt else 0.0
-        self.active = np.asarray(self.penalty.support(self.w), dtype=bool)
-        self.sign = np.sign(self.w) if self.penalty.sparse else np.zeros(self.d)
-        z = self.X @ self.w + self.b
-        self.piece = self.datafit.pieces(z, self.y)
-        ell, _, _ = self._loss(z)
-        self.code = self.sp.partition(ell, lam)
-        self._invalidate()
-
-    def _state(self) -> dict[str, Any]:
-        return {"w": self.w, "b": self.b, "active": self.active, "sign": self.sign, "code": self.code,
-                "piece": self.piece}
-
-    def _invalidate(self) -> None:
-        super()._invalidate()
-        self._cache = {}
+        #: (Cholesky / LU factor of a Hessian of the v-weighted fit, its max |.|): newton_fit's reference
+        self._fit_ref: tuple[Factor | CholeskyFactor, float] | None = None
 
     def _XA(self) -> Array:
-        if "XA" not in self._cache:
-            self._cache["XA"] = np.ascontiguousarray(self.X[:, self.active])
-        return self._cache["XA"]
+        return self.X
 
-    def theta(self) -> Array:
-        wa = self.w[self.active]
-        return np.append(wa, self.b) if self.icpt else wa.copy()
+    def newton_fit_applies(self) -> bool:
+        """Smooth datafit, smooth penalty and ``refine_min_dim`` unknowns or more."""
+        return (not self.penalty.sparse and not self.datafit.piecewise
+                and self.d + self.icpt >= self.refine_min_dim)
 
-    def set_theta(self, theta: Array) -> None:
-        k = int(self.active.sum())
-        self.w[self.active] = theta[:k]
-        if self.icpt:
-            self.b = float(theta[k])
-
-    def params(self) -> Params:
-        return Params(coef=self.w.copy(), intercept=self.b)
-
-    def full_vector(self) -> tuple[Array, float]:
-        return self.w.copy(), self.b
-
-    def full_derivative(self, dtheta: Array) -> tuple[Array, float]:
-        dw = np.zeros(self.d)
-        k = int(self.active.sum())
-        dw[self.active] = dtheta[:k]
-        return dw, (float(dtheta[k]) if self.icpt else 0.0)
-
-    # ------------------------------------------------------------ equations
     def _predictor(self, thetas: Array, XA: Array) -> Array:
         """``z`` of the rows of ``XA`` for ``theta`` (1-D) or one row per point (2-D)."""
         k = XA.shape[1]
@@ -127,55 +85,10 @@ class GLMSystem(PathSystem):
             Z += thetas[:, k:k + 1]
         return Z
 
-    def _loss(self, z: Array, rows: NDArray[np.intp] | None = None) -> tuple[Array, Array, Array]:
-        """``(ell, d ell/dz, d^2 ell/dz^2)`` with the tracked pieces (of ``rows``, default all samples)."""
-        if rows is None:
-            return self.datafit.derivatives(z, self.y, self.piece)
-        return self.datafit.derivatives(z, self.y[rows], self.piece[rows])
-
-    def _live(self) -> tuple[Array, NDArray[np.intp], NDArray[np.int8]]:
-        """``(X_A, rows, code)`` on the samples not in D: samples in D have ``v = 0`` and
-        ``dv* = 0``, so they contribute nothing to ``F`` or its Jacobians."""
-        if "XL" not in self._cache:
-            live = np.flatnonzero(self.code != HARD)
-            self._cache["XL"] = np.ascontiguousarray(self._XA()[live])
-            self._cache["rowsL"] = live
-            self._cache["cL"] = self.code[live]
-        return self._cache["XL"], self._cache["rowsL"], self._cache["cL"]
-
-    def _live_terms(self, theta: Array, lam: float) -> tuple[Array, Array, Array, Array, Array, Array]:
-        """``X_A``, ``ell'``, ``ell''``, ``v``, ``dv/dell``, ``dv/dlam`` on the live samples.
-
-        Memoised for the latest point (per sets): the residual and the Jacobians are often
-        evaluated at the same point (a Newton-projected point, then the derivative there).
-        """
-        hit = self._cache.get("terms")
-        if hit is not None and hit[0] == lam and np.array_equal(hit[1], theta):
-            return hit[2]
-        XL, rows, cL = self._live()
-        ell, l1, l2 = self._loss(self._predictor(theta, XL), rows)
-        v, dl, dlam = sp_weights(self.sp, ell, cL, lam)
-        out = (XL, l1, l2, v, dl, dlam)
-        self._cache["terms"] = (lam, theta.copy(), out)
-        return out
-
     def _phi_T(self, u: Array, XA: Array | None = None) -> Array:
         """``Phi^T u`` (over all samples, or over the rows of ``XA``)."""
         out = (self._XA() if XA is None else XA).T @ u
         return np.append(out, u.sum()) if self.icpt else out
-
-    def residual(self, theta: Array, lam: float) -> Array:
-        XA, l1, _, v, _, _ = self._live_terms(theta, lam)
-        F = self._phi_T(v * l1, XA)
-        k = XA.shape[1]
-        F[:k] += self.penalty.grad(theta[:k], self.sign[self.active], self.n)
-        return F
-
-    def _curvature(self, theta: Array, lam: float) -> tuple[Array, Array, Array]:
-        """``(X_A of the live rows, D, J_lam)`` with ``J_theta = Phi^T diag(D) Phi + R''``:
-        ``D = v ell'' + (dv/dell) ell'^2`` (GAGA eq. (5) differentiated through ``v*``)."""
-        XA, l1, l2, v, dl, dlam = self._live_terms(theta, lam)
-        return XA, v * l2 + dl * l1 * l1, self._phi_T(dlam * l1, XA)
 
     def _gram(self, theta: Array, XA: Array, D: Array) -> Array:
         """``Phi^T diag(D) Phi + R''(w_A)`` over the rows of ``XA`` (``Phi = [X_A, 1]`` with an intercept)."""
@@ -193,10 +106,6 @@ class GLMSystem(PathSystem):
         J[k, k] = D.sum()
         return J
 
-    def jacobians(self, theta: Array, lam: float) -> tuple[Array, Array]:
-        XA, D, Jl = self._curvature(theta, lam)
-        return self._gram(theta, XA, D), Jl
-
     def _jvp(self, theta: Array, XA: Array, D: Array) -> Callable[[Array], Array]:
         """``x -> J_theta x`` without forming ``J_theta`` (two products with the live rows)."""
         k = XA.shape[1]
@@ -210,53 +119,7 @@ class GLMSystem(PathSystem):
 
         return matvec
 
-    def factor(self, theta: Array, lam: float) -> tuple[AnyFactor, Array]:
-        """``(factorised J_theta, J_lam)``.  With ``refine_min_dim`` or more unknowns, solves
-        refine on the latest factorised ``J_theta`` of the same support (:class:`RefinedFactor`:
-        ``O(n k)`` per iteration instead of ``O(n k^2 + k^3)`` per point); ``J_theta`` is formed
-        and factorised afresh when the refinement does not contract, and becomes the reference."""
-        if theta.shape[0] < self.refine_min_dim:
-            self.n_full_factors += 1
-            return super().factor(theta, lam)
-        XA, D, Jl = self._curvature(theta, lam)
-
-        def full() -> Factor | CholeskyFactor:
-            J = self.jacobians(theta, lam)[0]
-            f = CholeskyFactor.attempt(J) or Factor(J)
-            if not f.singular:
-                self._ref = (f, self.active.copy(), float(np.abs(J).max(initial=0.0)))
-            return f
-
-        ref = self._ref
-        if ref is not None and ref[0].n == theta.shape[0] and np.array_equal(ref[1], self.active):
-            f = RefinedFactor(self._jvp(theta, XA, D), ref[0], full, jscale=ref[2],
-                              max_iter=self.refine_max_iter if isinstance(ref[0], CholeskyFactor) else 10)
-            _, ok = f.refine(-Jl)
-            if ok:
-                self.n_refined += 1
-                return f, Jl
-        self.n_full_factors += 1
-        return full(), Jl
-
-    def fit_weighted(self, v: Array, warm: Params) -> Params:
-        """The v-weighted fit of an ACS step (GAGA Algorithm 1), warm-started from ``warm``.
-
-        Quadratic datafit with L1: the exact active-set solver.  A smooth datafit with a smooth
-        penalty and ``refine_min_dim`` or more unknowns: Newton with refined solves
-        (:meth:`_newton_fit`).  Otherwise, or if these do not converge, the model's solver.
-        """
-        if isinstance(self.datafit, Quadratic) and isinstance(self.penalty, L1):
-            w = weighted_lasso(self.X, self.y, v, self.penalty.level(self.n), warm.coef)
-            if w is not None:
-                return Params(coef=w)
-        elif (not self.penalty.sparse and not self.piecewise and self.d + self.icpt >= self.refine_min_dim
-              and warm.coef is not None and np.isfinite(warm.coef).all()):
-            out = self._newton_fit(v, warm)
-            if out is not None:
-                return out
-        return self.model.fit_weighted(self.X, self.y, v, warm=warm)
-
-    def _newton_fit(self, v: Array, warm: Params, tol: float = 1e-11, max_iter: int = 50) -> Params | None:
+    def newton_fit(self, v: Array, warm: Params, tol: float = 1e-11, max_iter: int = 50) -> Params | None:
         """``argmin sum_i v_i ell(z_i) + R(w)`` by damped Newton from ``warm``, each Newton system
         solved by conjugate gradients preconditioned by the Cholesky factor of the Hessian of an
         earlier step or fit (:class:`RefinedFactor`; the Hessian is formed and factorised afresh
@@ -321,6 +184,168 @@ class GLMSystem(PathSystem):
                 return None
             theta, obj, u, D = cand, obj_c, u_c, D_c
         return None
+
+
+class GLMSystem(GLMDesign, PathSystem):
+    """A linear model ``sum_i v_i ell(x_i^T w (+ b), y_i) + R(w)`` from ``model.datafit`` and
+    ``model.penalty`` (lasso, L2 logistic regression, Huber-L1, ...)."""
+
+    def __init__(self, model: Model, sp: SPRegularizer, X: Array, y: Array) -> None:
+        PathSystem.__init__(self, model, sp, X, y)
+        GLMDesign.__init__(self, model, X, y)
+        if not self.datafit.smooth:
+            raise TypeError(f"the GLM path system needs a (piecewise) smooth datafit, not {self.datafit!r}")
+        #: offsets of the event blocks: features [0, off), samples [off, poff), pieces [poff, ...)
+        self.off = self.d if self.penalty.sparse else 0
+        self.poff = self.off + 2 * self.n
+        self.piecewise = bool(self.datafit.piecewise)
+        self.n_events = self.poff + (self.n if self.piecewise else 0)
+        self._cache: dict[str, Any] = {}
+        #: (factor of a J_theta, the support it was made on, max |J_theta|): RefinedFactor's reference
+        self._ref: tuple[Factor, NDArray[np.bool_], float] | None = None
+        self.n_refined = self.n_full_factors = 0  # factor() calls served by refinement / by an LU
+
+    # ------------------------------------------------------------------ state
+    def init_from(self, params: Params, lam: float) -> None:
+        self.w = np.array(params.coef, dtype=float)
+        self.b = float(params.intercept) if self.icpt else 0.0
+        self.active = np.asarray(self.penalty.support(self.w), dtype=bool)
+        self.sign = np.sign(self.w) if self.penalty.sparse else np.zeros(self.d)
+        z = self.X @ self.w + self.b
+        self.piece = self.datafit.pieces(z, self.y)
+        ell, _, _ = self._loss(z)
+        self.code = self.sp.partition(ell, lam)
+        self._invalidate()
+
+    def _state(self) -> dict[str, Any]:
+        return {"w": self.w, "b": self.b, "active": self.active, "sign": self.sign, "code": self.code,
+                "piece": self.piece}
+
+    def _invalidate(self) -> None:
+        super()._invalidate()
+        self._cache = {}
+
+    def _XA(self) -> Array:
+        if "XA" not in self._cache:
+            self._cache["XA"] = np.ascontiguousarray(self.X[:, self.active])
+        return self._cache["XA"]
+
+    def theta(self) -> Array:
+        wa = self.w[self.active]
+        return np.append(wa, self.b) if self.icpt else wa.copy()
+
+    def set_theta(self, theta: Array) -> None:
+        k = int(self.active.sum())
+        self.w[self.active] = theta[:k]
+        if self.icpt:
+            self.b = float(theta[k])
+
+    def params(self) -> Params:
+        return Params(coef=self.w.copy(), intercept=self.b)
+
+    def full_vector(self) -> tuple[Array, float]:
+        return self.w.copy(), self.b
+
+    def full_derivative(self, dtheta: Array) -> tuple[Array, float]:
+        dw = np.zeros(self.d)
+        k = int(self.active.sum())
+        dw[self.active] = dtheta[:k]
+        return dw, (float(dtheta[k]) if self.icpt else 0.0)
+
+    # ------------------------------------------------------------ equations
+    def _loss(self, z: Array, rows: NDArray[np.intp] | None = None) -> tuple[Array, Array, Array]:
+        """``(ell, d ell/dz, d^2 ell/dz^2)`` with the tracked pieces (of ``rows``, default all samples)."""
+        if rows is None:
+            return self.datafit.derivatives(z, self.y, self.piece)
+        return self.datafit.derivatives(z, self.y[rows], self.piece[rows])
+
+    def _live(self) -> tuple[Array, NDArray[np.intp], NDArray[np.int8]]:
+        """``(X_A, rows, code)`` on the samples not in D: samples in D have ``v = 0`` and
+        ``dv* = 0``, so they contribute nothing to ``F`` or its Jacobians."""
+        if "XL" not in self._cache:
+            live = np.flatnonzero(self.code != HARD)
+            self._cache["XL"] = np.ascontiguousarray(self._XA()[live])
+            self._cache["rowsL"] = live
+            self._cache["cL"] = self.code[live]
+        return self._cache["XL"], self._cache["rowsL"], self._cache["cL"]
+
+    def _live_terms(self, theta: Array, lam: float) -> tuple[Array, Array, Array, Array, Array, Array]:
+        """``X_A``, ``ell'``, ``ell''``, ``v``, ``dv/dell``, ``dv/dlam`` on the live samples.
+
+        Memoised for the latest point (per sets): the residual and the Jacobians are often
+        evaluated at the same point (a Newton-projected point, then the derivative there).
+        """
+        hit = self._cache.get("terms")
+        if hit is not None and hit[0] == lam and np.array_equal(hit[1], theta):
+            return hit[2]
+        XL, rows, cL = self._live()
+        ell, l1, l2 = self._loss(self._predictor(theta, XL), rows)
+        v, dl, dlam = sp_weights(self.sp, ell, cL, lam)
+        out = (XL, l1, l2, v, dl, dlam)
+        self._cache["terms"] = (lam, theta.copy(), out)
+        return out
+
+    def residual(self, theta: Array, lam: float) -> Array:
+        XA, l1, _, v, _, _ = self._live_terms(theta, lam)
+        F = self._phi_T(v * l1, XA)
+        k = XA.shape[1]
+        F[:k] += self.penalty.grad(theta[:k], self.sign[self.active], self.n)
+        return F
+
+    def _curvature(self, theta: Array, lam: float) -> tuple[Array, Array, Array]:
+        """``(X_A of the live rows, D, J_lam)`` with ``J_theta = Phi^T diag(D) Phi + R''``:
+        ``D = v ell'' + (dv/dell) ell'^2`` (GAGA eq. (5) differentiated through ``v*``)."""
+        XA, l1, l2, v, dl, dlam = self._live_terms(theta, lam)
+        return XA, v * l2 + dl * l1 * l1, self._phi_T(dlam * l1, XA)
+
+    def jacobians(self, theta: Array, lam: float) -> tuple[Array, Array]:
+        XA, D, Jl = self._curvature(theta, lam)
+        return self._gram(theta, XA, D), Jl
+
+    def factor(self, theta: Array, lam: float) -> tuple[AnyFactor, Array]:
+        """``(factorised J_theta, J_lam)``.  With ``refine_min_dim`` or more unknowns, solves
+        refine on the latest factorised ``J_theta`` of the same support (:class:`RefinedFactor`:
+        ``O(n k)`` per iteration instead of ``O(n k^2 + k^3)`` per point); ``J_theta`` is formed
+        and factorised afresh when the refinement does not contract, and becomes the reference."""
+        if theta.shape[0] < self.refine_min_dim:
+            self.n_full_factors += 1
+            return super().factor(theta, lam)
+        XA, D, Jl = self._curvature(theta, lam)
+
+        def full() -> Factor | CholeskyFactor:
+            J = self.jacobians(theta, lam)[0]
+            f = CholeskyFactor.attempt(J) or Factor(J)
+            if not f.singular:
+                self._ref = (f, self.active.copy(), float(np.abs(J).max(initial=0.0)))
+            return f
+
+        ref = self._ref
+        if ref is not None and ref[0].n == theta.shape[0] and np.array_equal(ref[1], self.active):
+            f = RefinedFactor(self._jvp(theta, XA, D), ref[0], full, jscale=ref[2],
+                              max_iter=self.refine_max_iter if isinstance(ref[0], CholeskyFactor) else 10)
+            _, ok = f.refine(-Jl)
+            if ok:
+                self.n_refined += 1
+                return f, Jl
+        self.n_full_factors += 1
+        return full(), Jl
+
+    def fit_weighted(self, v: Array, warm: Params) -> Params:
+        """The v-weighted fit of an ACS step (GAGA Algorithm 1), warm-started from ``warm``.
+
+        Quadratic datafit with L1: the exact active-set solver.  A smooth datafit with a smooth
+        penalty and ``refine_min_dim`` or more unknowns: Newton with refined solves
+        (:meth:`newton_fit`).  Otherwise, or if these do not converge, the model's solver.
+        """
+        if isinstance(self.datafit, Quadratic) and isinstance(self.penalty, L1):
+            w = weighted_lasso(self.X, self.y, v, self.penalty.level(self.n), warm.coef)
+            if w is not None:
+                return Params(coef=w)
+        elif self.newton_fit_applies() and warm.coef is not None and np.isfinite(warm.coef).all():
+            out = self.newton_fit(v, warm)
+            if out is not None:
+                return out
+        return self.model.fit_weighted(self.X, self.y, v, warm=warm)
 
     def stable(self, theta: Array, lam: float) -> bool:
         """``J_theta`` is the Hessian of the SPL objective on the current face: positive definite?

@@ -30,8 +30,10 @@ from numpy.typing import NDArray
 from spl_bench.errors import ConfigError
 from spl_bench.gaga.acs_skip import svm_jump, svm_state
 from spl_bench.gaga.engine import ColumnGroups
+from spl_bench.gaga.glm_system import GLMDesign
 from spl_bench.gaga.inner import WeightedSVMDual, low_rank_factor, weighted_lasso
 from spl_bench.models import Model, Params
+from spl_bench.models.glm import GLMModel
 from spl_bench.models.lasso import LassoModel
 from spl_bench.models.svm import SVMModel, libsvm_fit, resolve_gamma
 from spl_bench.sp import SPRegularizer
@@ -54,8 +56,9 @@ class WeightedFits(Protocol):
 
 def make_inner_solver(name: str, model: Model, X: Array, y: Array) -> tuple[WeightedFits, str]:
     """The inner solver ``name`` for ``model`` on the training rows ``(X, y)``, and the
-    name of the solver actually used (``exact`` falls back to ``model`` for the logistic
-    regression, which has no exact solver)."""
+    name of the solver actually used (``exact`` falls back to ``model`` for a smooth GLM, the
+    logistic regression, with fewer than ``GLMDesign.refine_min_dim`` unknowns: its Newton-Cholesky
+    is exact there and no faster route exists)."""
     if name not in INNER_SOLVERS:
         raise ConfigError(f"ACS inner_solver must be one of {INNER_SOLVERS}, got {name!r}")
     if name == "exact":
@@ -63,6 +66,8 @@ def make_inner_solver(name: str, model: Model, X: Array, y: Array) -> tuple[Weig
             return ExactSVMFits(model, X, y), "exact"
         if isinstance(model, LassoModel):
             return ExactLassoFits(model, X, y), "exact"
+        if isinstance(model, GLMModel) and GLMDesign(model, X, y).newton_fit_applies():
+            return ExactGLMFits(model, X, y), "exact"
     return model, "model"
 
 
@@ -231,6 +236,42 @@ class ExactLassoFits:
         w = weighted_lasso(self.Xr, y, v, self.lev, w0)
         if w is not None:
             return Params(coef=w if self.merge.trivial else self.merge.expand(w))
+        self.n_fallbacks += 1
+        return self.model.fit_weighted(X, y, v, warm=warm)
+
+    def losses(self, params: Params, X: Array, y: Array) -> Array:
+        return self.model.losses(params, X, y)
+
+    def kkt_violation(self, params: Params, X: Array, y: Array, v: Array) -> float:
+        return self.model.kkt_violation(params, X, y, v)
+
+
+# ------------------------------------------------------------------ smooth GLMs (logistic)
+class ExactGLMFits:
+    """The v-weighted fit of a smooth GLM with many features by the Newton iterations of GAGA's
+    warm starts (:meth:`~spl_bench.gaga.glm_system.GLMDesign.newton_fit`: each Newton system by
+    conjugate gradients on the Cholesky factor of an earlier Hessian, instead of forming and
+    factorising the Hessian at every step); the model's solver where it does not apply (no warm
+    start, degenerate weights) or does not converge.  Losses and KKT checks are the model's.
+    """
+
+    def __init__(self, model: GLMModel, X: Array, y: Array) -> None:
+        self.model = model
+        self.X = X
+        self.design = GLMDesign(model, X, y)
+        self.n_fits = 0
+        self.n_fallbacks = 0
+
+    def info(self) -> dict[str, Any]:
+        return {"inner_fits": self.n_fits, "inner_fallbacks": self.n_fallbacks}
+
+    def fit_weighted(self, X: Array, y: Array, v: Array, warm: Params | None = None) -> Params:
+        if X is not self.X or warm is None or warm.coef is None or not np.isfinite(warm.coef).all():
+            return self.model.fit_weighted(X, y, v, warm=warm)
+        self.n_fits += 1
+        out = self.design.newton_fit(v, warm)
+        if out is not None:
+            return out
         self.n_fallbacks += 1
         return self.model.fit_weighted(X, y, v, warm=warm)
 
