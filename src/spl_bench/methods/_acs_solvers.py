@@ -204,7 +204,19 @@ class ExactSVMFits:
 
 
 # --------------------------------------------------------------------------- lasso
-class ExactLassoFits:
+class _ModelMeasures:
+    """Losses and KKT checks of an exact inner solver: the model's (cheap next to the fits)."""
+
+    model: Model
+
+    def losses(self, params: Params, X: Array, y: Array) -> Array:
+        return self.model.losses(params, X, y)
+
+    def kkt_violation(self, params: Params, X: Array, y: Array, v: Array) -> float:
+        return self.model.kkt_violation(params, X, y, v)
+
+
+class ExactLassoFits(_ModelMeasures):
     """The v-weighted lasso solved exactly by GAGA's warm-started active-set method.
 
     ``weighted_lasso`` (``spl_bench.gaga.systems``) from the previous iterate's
@@ -239,15 +251,9 @@ class ExactLassoFits:
         self.n_fallbacks += 1
         return self.model.fit_weighted(X, y, v, warm=warm)
 
-    def losses(self, params: Params, X: Array, y: Array) -> Array:
-        return self.model.losses(params, X, y)
-
-    def kkt_violation(self, params: Params, X: Array, y: Array, v: Array) -> float:
-        return self.model.kkt_violation(params, X, y, v)
-
 
 # ------------------------------------------------------------------ smooth GLMs (logistic)
-class ExactGLMFits:
+class ExactGLMFits(_ModelMeasures):
     """The v-weighted fit of a smooth GLM with many features by the Newton iterations of GAGA's
     warm starts (:meth:`~spl_bench.gaga.glm_system.GLMDesign.newton_fit`: each Newton system by
     conjugate gradients on the Cholesky factor of an earlier Hessian, instead of forming and
@@ -274,9 +280,3 @@ class ExactGLMFits:
             return out
         self.n_fallbacks += 1
         return self.model.fit_weighted(X, y, v, warm=warm)
-
-    def losses(self, params: Params, X: Array, y: Array) -> Array:
-        return self.model.losses(params, X, y)
-
-    def kkt_violation(self, params: Params, X: Array, y: Array, v: Array) -> float:
-        return self.model.kkt_violation(params, X, y, v)
