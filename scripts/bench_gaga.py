@@ -8,7 +8,8 @@ Cases: lasso on music (training rows of a 3:1 split, α = 0.005), lasso on a syn
 set (n = 5000), SVM (RBF, γ = scale) on mfeat-pixel (3:1 split; ``--svm-max-n`` keeps its
 first rows), the scaling series lasso n = 1k, 2k, 5k, 10k, 100k (paper Fig. 5; any
 ``lasso_n<N>``), and the SVM rows of GAGA Table 2 exactly as the tables run them
-(``svm_t2_mfeat_pixel``, ``svm_t2_pendigits``, ``svm_t2_hiva_agnostic``: run 0's fitting rows).
+(``svm_t2_mfeat_pixel``, ``svm_t2_pendigits``, ``svm_t2_hiva_agnostic``: run 0's fitting rows),
+and the logistic row hiva_agnostic of Table 5 (``logistic_t5_hiva_agnostic``, 1,617 features).
 Besides the times, each row has the CPU milliseconds of one pass over the data (the event
 functions of every sample at the path's last point) and the cost of a critical point in
 such passes (``critical_point_over_data_pass``; issue 20's target: at most 5).
@@ -58,9 +59,10 @@ from spl_bench.sp import get_sp
 #: the authors' code on this machine, per path; each on the problem size it was measured on
 #: (music: 794 training rows, the 3:1 split here; mfeat-pixel: 1,900 training rows)
 AUTHORS_ANCHOR_S = {"lasso_music": 28.5, "svm_mfeat_anchor": 417.0}
-#: the SVM rows of GAGA Table 2 as the tables run them (a row of configs/table_row)
-TABLE2_ROWS = {"svm_t2_mfeat_pixel": "t2_mfeat_pixel_n30", "svm_t2_pendigits": "t2_pendigits_n20",
-               "svm_t2_hiva_agnostic": "t2_hiva_agnostic_n30"}
+#: rows of the GAGA tables as the tables run them: case -> (table, a row of configs/table_row)
+TABLE_ROWS = {"svm_t2_mfeat_pixel": ("2", "t2_mfeat_pixel_n30"), "svm_t2_pendigits": ("2", "t2_pendigits_n20"),
+              "svm_t2_hiva_agnostic": ("2", "t2_hiva_agnostic_n30"),
+              "logistic_t5_hiva_agnostic": ("5", "t5_hiva_agnostic_n30")}
 #: training rows of each case whose split is not 3:1
 TRAIN_ROWS = {"svm_mfeat_anchor": 1900}
 
@@ -83,8 +85,8 @@ def load_case(name: str, quick: bool, seed: int = 40, max_n: int | None = None):
         bad = rng.random(n) < 0.3
         y[bad] += rng.normal(0.2, 3.0, bad.sum())
         return "lasso", {"alpha": 0.005}, _std(X), (y - y.mean()) / y.std()
-    if name in TABLE2_ROWS:
-        return table2_case(name, quick)
+    if name in TABLE_ROWS:
+        return table_case(name, quick)
     data = {"lasso_music": "music", "svm_mfeat": "mfeat_pixel", "svm_mfeat_anchor": "mfeat_pixel"}[name]
     ds = load_dataset(data)
     test_size = len(ds.y) - TRAIN_ROWS[name] if name in TRAIN_ROWS else 0.25
@@ -98,15 +100,16 @@ def load_case(name: str, quick: bool, seed: int = 40, max_n: int | None = None):
     return "svm", {"C": 1.0, "kernel": "rbf", "gamma": "scale"}, _std(Xtr), ytr
 
 
-def table2_case(name: str, quick: bool, run: int = 0):
-    """The fitting rows of run ``run`` of a GAGA Table 2 SVM row, prepared as the table runs it
-    (the row's config composed by Hydra: split, scaling, noise, validation hold-out)."""
+def table_case(name: str, quick: bool, run: int = 0):
+    """The fitting rows of run ``run`` of a GAGA table row, prepared as the table runs it (the
+    row's config composed by Hydra: split, scaling, noise, validation hold-out)."""
     from spl_bench.data.loaders import load_dataset
     from spl_bench.protocol.run import prepare_run
     from spl_bench.runner import app
     from spl_bench.runner.reproduce import Cell, compose_cell
 
-    cfg = compose_cell(Cell("2", "gaga_table2", (f"+table_row={TABLE2_ROWS[name]}", "method=gaga")))
+    table, row = TABLE_ROWS[name]
+    cfg = compose_cell(Cell(table, f"gaga_table{table}", (f"+table_row={row}", "method=gaga")))
     ds = load_dataset(app._plain(cfg.data))
     prep = prepare_run(ds, app.protocol_config(cfg), app.noise_config(cfg, ds.task), run)
     X, y = prep.X_fit, prep.y_fit
