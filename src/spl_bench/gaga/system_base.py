@@ -70,10 +70,11 @@ def sp_v(sp: SPRegularizer, ell: Array, code: NDArray[np.int8], lam: Any) -> Arr
     with np.errstate(all="ignore"):
         if mid.all():
             return sp.v_mixed(ell, lam)
-        v = np.broadcast_to((code == EASY).astype(float), ell.shape).copy()
-        if mid.any():
-            v[..., mid] = sp.v_mixed(ell[..., mid], lam)
-    return v
+        if not mid.any():
+            return np.broadcast_to((code == EASY).astype(float), ell.shape).copy()
+        # the closed form everywhere (elementwise) and a select: cheaper than masked assignment
+        # along the last axis of a (points, samples) array; values off M are discarded
+        return np.where(mid, sp.v_mixed(ell, lam), (code == EASY).astype(float))
 
 
 def sp_weights(
@@ -85,12 +86,11 @@ def sp_weights(
     if mid.all():
         with np.errstate(all="ignore"):
             return (v, *sp.dv_mixed(ell, lam))
-    dl = np.zeros_like(ell)
-    dlam = np.zeros_like(ell)
-    if mid.any():
-        with np.errstate(all="ignore"):
-            dl[mid], dlam[mid] = sp.dv_mixed(ell[mid], lam)
-    return v, dl, dlam
+    if not mid.any():
+        return v, np.zeros_like(ell), np.zeros_like(ell)
+    with np.errstate(all="ignore"):
+        dl, dlam = sp.dv_mixed(ell, lam)
+    return v, np.where(mid, dl, 0.0), np.where(mid, dlam, 0.0)
 
 
 def _has_mixed(sp: SPRegularizer, lam: float) -> bool:
