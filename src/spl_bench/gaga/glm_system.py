@@ -55,6 +55,10 @@ class GLMDesign:
     #: products with the data a refined solve may take (conjugate gradients) before the matrix is
     #: formed afresh
     refine_max_iter = 40
+    #: an accepted refined solve that took more products than this retires its reference: the
+    #: next solve forms the matrix at its own point (about 70 products' worth at 1,618 unknowns)
+    #: and the solves after it converge in a few
+    refine_refresh = 15
 
     def __init__(self, model: Model, X: Array, y: Array) -> None:
         self.model = model
@@ -159,8 +163,11 @@ class GLMDesign:
 
             ref = self._fit_ref
             if ref is not None and ref[0].n == theta.shape[0]:
-                step = RefinedFactor(self._jvp(theta, XL, D), ref[0], full, jscale=ref[1],
-                                     max_iter=self.refine_max_iter).solve(-g)
+                solver = RefinedFactor(self._jvp(theta, XL, D), ref[0], full, jscale=ref[1],
+                                       max_iter=self.refine_max_iter)
+                step = solver.solve(-g)
+                if solver.iterations > self.refine_refresh:
+                    self._fit_ref = None  # drifted away: the next step forms its own Hessian
             else:
                 step = full().solve(-g)
             decrease = -float(g @ step)  # predicted by the quadratic model, twice over
@@ -326,6 +333,8 @@ class GLMSystem(GLMDesign, PathSystem):
             _, ok = f.refine(-Jl)
             if ok:
                 self.n_refined += 1
+                if f.iterations > self.refine_refresh:
+                    self._ref = None  # drifted away: the next point forms its own J
                 return f, Jl
         self.n_full_factors += 1
         return full(), Jl
