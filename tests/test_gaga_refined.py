@@ -166,3 +166,22 @@ def test_cholesky_preconditioner_by_the_explicit_inverse_equals_the_triangular_s
     assert f._inv is not None  # switched to the inverse on the way
     assert np.allclose(out, np.linalg.solve(J, b.T).T, rtol=1e-10, atol=1e-12)
     assert np.allclose(f.solve(b.T), np.linalg.solve(J, b.T), rtol=1e-12, atol=1e-13)
+
+
+def test_pcg_accepts_at_the_products_rounding_floor_and_only_there():
+    """A product that cannot resolve residuals below ~1e-10 (noise standing in for the rounding of
+    cancelling terms): refused against |rhs| alone, accepted against a floor that says so, refused
+    against a floor below the noise."""
+    rng = np.random.default_rng(7)
+    k = 30
+    J = _sym(rng, k, indefinite=False)
+    b = rng.normal(size=k)
+
+    def noisy(u):
+        return J @ u + 1e-10 * rng.normal(size=k)
+
+    ref = CholeskyFactor.attempt(J + 0.05 * np.eye(k))
+    assert pcg(noisy, b, ref, tol=1e-13) is None
+    x = pcg(noisy, b, ref, tol=1e-13, floor=lambda u: 1e4)
+    assert x is not None and np.abs(x - np.linalg.solve(J, b)).max() <= 1e-8
+    assert pcg(noisy, b, ref, tol=1e-13, floor=lambda u: 1.0) is None

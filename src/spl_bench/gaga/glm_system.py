@@ -73,6 +73,23 @@ class GLMDesign:
     def _XA(self) -> Array:
         return self.X
 
+    def _jvp_bound(self, theta: Array, XA: Array, D: Array, absXA: Array | None = None) -> Callable[[Array], float]:
+        """``x -> max (|Phi|^T (|D| |Phi| |x|) + |R''| |x|)``: the size of the terms summed in a
+        product ``J_theta x`` (:meth:`_jvp`), whose rounding floors the residuals it can measure.
+        ``absXA``: ``|XA|`` if already at hand."""
+        k = XA.shape[1]
+        hd = np.abs(self.penalty.hess_diag(theta[:k], self.n))
+        aD = np.abs(D)
+
+        def bound(x: Array) -> float:
+            ax = np.abs(x)
+            aX = np.abs(XA) if absXA is None else absXA
+            u = aD * (aX @ ax[:k] + (ax[k] if self.icpt else 0.0))
+            out = aX.T @ u + hd * ax[:k]
+            return float(max(out.max(initial=0.0), u.sum() if self.icpt else 0.0))
+
+        return bound
+
     def newton_fit_applies(self) -> bool:
         """Smooth datafit, smooth penalty and ``refine_min_dim`` unknowns or more."""
         return (not self.penalty.sparse and not self.datafit.piecewise
@@ -136,6 +153,7 @@ class GLMDesign:
         if live.size == 0 or (self.model.task == "classification" and np.unique(self.y[live]).size < 2):
             return None
         XL = np.ascontiguousarray(self.X[live])
+        aXL: Array | None = None  # |XL|, made on the first refined solve
         vL, yL = v[live], self.y[live]
         theta = np.append(warm.coef, float(warm.intercept)) if self.icpt else np.array(warm.coef, dtype=float)
         k = self.d
@@ -163,8 +181,9 @@ class GLMDesign:
 
             ref = self._fit_ref
             if ref is not None and ref[0].n == theta.shape[0]:
+                aXL = np.abs(XL) if aXL is None else aXL
                 solver = RefinedFactor(self._jvp(theta, XL, D), ref[0], full, jscale=ref[1],
-                                       max_iter=self.refine_max_iter)
+                                       max_iter=self.refine_max_iter, bound=self._jvp_bound(theta, XL, D, aXL))
                 step = solver.solve(-g)
                 if solver.iterations > self.refine_refresh:
                     self._fit_ref = None  # drifted away: the next step forms its own Hessian
@@ -276,6 +295,12 @@ class GLMSystem(GLMDesign, PathSystem):
             self._cache["cL"] = self.code[live]
         return self._cache["XL"], self._cache["rowsL"], self._cache["cL"]
 
+    def _abs_live(self) -> Array:
+        """``|X_A|`` on the live rows (the rounding bound of refined solves), cached per sets."""
+        if "aXL" not in self._cache:
+            self._cache["aXL"] = np.abs(self._live()[0])
+        return self._cache["aXL"]
+
     def _live_terms(self, theta: Array, lam: float) -> tuple[Array, Array, Array, Array, Array, Array]:
         """``X_A``, ``ell'``, ``ell''``, ``v``, ``dv/dell``, ``dv/dlam`` on the live samples.
 
@@ -329,7 +354,8 @@ class GLMSystem(GLMDesign, PathSystem):
         ref = self._ref
         if ref is not None and ref[0].n == theta.shape[0] and np.array_equal(ref[1], self.active):
             f = RefinedFactor(self._jvp(theta, XA, D), ref[0], full, jscale=ref[2],
-                              max_iter=self.refine_max_iter if isinstance(ref[0], CholeskyFactor) else 10)
+                              max_iter=self.refine_max_iter if isinstance(ref[0], CholeskyFactor) else 10,
+                              bound=self._jvp_bound(theta, XA, D, self._abs_live()))
             _, ok = f.refine(-Jl)
             if ok:
                 self.n_refined += 1

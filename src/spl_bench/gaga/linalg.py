@@ -183,7 +183,9 @@ class RefinedFactor:
 
     Either way a path that approaches a fold (``J`` singular) is refused, and the caller
     factorises ``J`` afresh.  The tolerance is relative to ``max(|rhs|, max|J_ref| |x|)``,
-    the scale of an LU solve's backward error.  A failed :meth:`solve` after an accepted
+    the scale of an LU solve's backward error, or for conjugate gradients to ``bound(x)``, the
+    size of the terms summed in ``J x``, if larger: the products cannot measure a smaller residual
+    (cancelling terms, as with the negative weights of the mixture SP).  A failed :meth:`solve` after an accepted
     :meth:`refine` (another right-hand side) falls back to ``full()``, the factor of ``J``
     itself, and keeps it.  ``jscale``: ``max |J_ref|`` if known.
     """
@@ -193,7 +195,8 @@ class RefinedFactor:
     groups = None
 
     def __init__(self, matvec: Callable[[Array], Array], ref: Factor | CholeskyFactor, full: Callable[[], Any],
-                 jscale: float | None = None, tol: float = 1e-13, max_iter: int = 10, rate: float = 0.5) -> None:
+                 jscale: float | None = None, tol: float = 1e-13, max_iter: int = 10, rate: float = 0.5,
+                 bound: Callable[[Array], float] | None = None) -> None:
         self.matvec = matvec
         self.ref = ref
         self.full = full
@@ -201,6 +204,7 @@ class RefinedFactor:
         self.sign = ref.sign
         self.iterations = 0  # products with J of the latest solve
         self._jscale = jscale
+        self.bound = bound
         self._fallback: Any = None
         self._memo: tuple[Array, Array] | None = None
 
@@ -209,6 +213,7 @@ class RefinedFactor:
         return self.ref.n
 
     def _tol_scale(self, rhs: Array, x: Array) -> float:
+        """``max(|rhs|, max |J_ref| max |x|)``, what residuals are measured against."""
         if self._jscale is None:
             self._jscale = float(np.abs(self.ref.J).max(initial=0.0))
         return max(float(np.abs(rhs).max(initial=0.0)), self._jscale * float(np.abs(x).max(initial=0.0)))
@@ -223,7 +228,8 @@ class RefinedFactor:
                 count[0] += 1
                 return self.matvec(u)
 
-            x = pcg(mv, rhs, self.ref, tol=self.tol, max_iter=self.max_iter, scale=self._tol_scale(rhs, x0))
+            x = pcg(mv, rhs, self.ref, tol=self.tol, max_iter=self.max_iter, scale=self._tol_scale(rhs, x0),
+                    floor=self.bound)
             self.iterations = count[0]
             if x is None:
                 return x0, False
@@ -232,10 +238,11 @@ class RefinedFactor:
         x = self.ref.solve(rhs)
         if not np.abs(rhs).max(initial=0.0) > 0:
             return x, True
+        scale = self._tol_scale(rhs, x)
         prev = np.inf
         for it in range(self.max_iter + 1):
             r = rhs - self.matvec(x)
-            res = float(np.abs(r).max()) / self._tol_scale(rhs, x)
+            res = float(np.abs(r).max()) / scale
             if not np.isfinite(res):
                 break
             self.iterations = it
@@ -261,24 +268,39 @@ class RefinedFactor:
 
 
 def pcg(matvec: Callable[[Array], Array], rhs: Array, precond: Any, tol: float = 1e-13,
-        max_iter: int = 200, scale: float | None = None) -> Array | None:
+        max_iter: int = 200, scale: float | None = None,
+        floor: Callable[[Array], float] | None = None) -> Array | None:
     """Conjugate gradients for ``J x = rhs`` with ``J`` symmetric positive definite, preconditioned
-    by the factor of a nearby SPD matrix (anything with ``solve``); ``None`` if the residual does
-    not reach ``tol`` (relative to ``scale``, default ``max |rhs|``) in ``max_iter`` iterations or a
-    direction of non-positive curvature shows up (``J`` not positive definite)."""
+    by the factor of a nearby SPD matrix (anything with ``solve``).
+
+    Converged when the residual is at most ``tol`` times ``scale`` (default ``max |rhs|``) or,
+    if larger, ``floor(x_0)``: the size of the terms summed in ``matvec(x)`` at the first iterate,
+    below which the products cannot measure a residual.  ``None`` if the residual stops
+    decreasing (three iterations without a 10 % reduction) or ``max_iter`` iterations pass
+    before that, or if a direction of non-positive curvature shows up (``J`` not positive
+    definite).
+    """
     apply = getattr(precond, "precondition", precond.solve)
     x = apply(rhs)
     if not np.abs(rhs).max(initial=0.0) > 0:
         return x
     if scale is None:
         scale = float(np.abs(rhs).max())
+    if floor is not None:
+        scale = max(scale, floor(x))
     r = rhs - matvec(x)
     z = apply(r)
     p = z.copy()
     rz = float(r @ z)
+    best, flat = np.inf, 0
     for _ in range(max_iter):
-        if float(np.abs(r).max()) <= tol * scale:
+        res = float(np.abs(r).max())
+        if res <= tol * scale:
             return x
+        flat = flat + 1 if res > 0.9 * best else 0
+        best = min(best, res)
+        if flat >= 3:
+            return None
         Jp = matvec(p)
         curv = float(p @ Jp)
         if not curv > 0 or not np.isfinite(curv):
