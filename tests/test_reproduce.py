@@ -128,6 +128,20 @@ def test_deferred_and_failed_cells_carry_their_reason(tmp_path):
     assert cells.loc[("houses", "acs"), "reason"].startswith("no committed rows yet")
 
 
+def test_far_classification_cells_are_explained_only_in_the_direction_the_noise_explains():
+    """|z| > 3 on accuracy: the paper's noisy test labels explain ours above the paper, not below."""
+    base = dict(paper="gaga", table=5, dataset="mfeat_pixel", method="gaga", runs=20, time_s=1.0,
+                selection="validation", metric="accuracy")
+    above = cmp._status(pd.Series({**base, "z": 5.0}), {})
+    below = cmp._status(pd.Series({**base, "z": -5.0}), {})
+    near = cmp._status(pd.Series({**base, "z": -1.0}), {})
+    assert above == ("reproduced", "|z| > 3: " + cmp.FIDELITY_NOTE["classification"])
+    assert below == ("reproduced", "|z| > 3, ours worse than the paper: " + cmp.FIDELITY_NOTE["below"])
+    assert near == ("reproduced", "")
+    err = cmp._status(pd.Series({**base, "metric": "test_error", "z": 5.0}), {})  # a higher error is worse
+    assert err[1].startswith("|z| > 3, ours worse than the paper")
+
+
 def test_order_mark():
     grp = pd.DataFrame({"method": ["original", "acs", "mospl", "gaga"], "ours_mean": [0.3, 0.25, 0.22, 0.2]})
     assert cmp._order_mark(grp, better=False) == "yes"

@@ -50,6 +50,8 @@ FIDELITY_NOTE = {
     "standardised target (docs/protocol.md#fidelity)",
     "classification": "paper: noise injected before the split, so the test labels are noisy too; ours: clean "
     "test labels (protocol.noise_scope=all runs the authors' order; docs/protocol.md#fidelity)",
+    "below": "not explained by the known protocol differences (the paper's noisy test labels would lower "
+    "its numbers, not ours; docs/protocol.md#fidelity)",
 }
 #: datasets of the papers with no offline copy and no config here
 NO_CONFIG = {"w5a", "a6a", "a7a", "synthetic"}
@@ -228,7 +230,12 @@ def _status(r, failures: dict) -> tuple[str, str]:
     note = ""
     if np.isfinite(r.z) and abs(r.z) > FAR and "@" not in r.selection:  # variants carry their own protocol
         task = "classification" if r.metric in ("accuracy", "test_error") else "regression"
-        note = f"|z| > {FAR:g}: " + FIDELITY_NOTE[task]
+        # noisy test labels lower the paper's accuracy: they explain ours above it, not below
+        ours_better = r.z > 0 if r.metric == "accuracy" else r.z < 0
+        if task == "classification" and not ours_better:
+            note = f"|z| > {FAR:g}, ours worse than the paper: " + FIDELITY_NOTE["below"]
+        else:
+            note = f"|z| > {FAR:g}: " + FIDELITY_NOTE[task]
     if r.runs < target:
         tail = f"; {note}" if note else ""
         per = f", {r.time_s:.0f} s per run measured" if np.isfinite(r.time_s) else ""
