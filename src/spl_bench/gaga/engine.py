@@ -747,10 +747,12 @@ class _Tracker:
         while self.lams and self.lams[-1] > a and self.segs[-1] == self.seg:
             for lst in (self.lams, self.vecs, self.bs, self.dvecs, self.dbs, self.segs, self.kinds):
                 lst.pop()
+        chord: AnyFactor | None = None  # the previous midpoint's factor: chord Newton first
         for _ in range(60):
             m = 0.5 * (a + b)
-            th, _ = self.newton(dense(m)[:-1], m)
-            if sysm.factor(th, m)[0].sign == sign0:  # (the system's factor: merged duplicates too)
+            th, _ = self.newton(dense(m)[:-1], m, chord=chord)
+            chord = sysm.factor(th, m)[0]
+            if chord.sign == sign0:  # (the system's factor: merged duplicates too)
                 a = m
             else:
                 b = m
