@@ -136,7 +136,7 @@ def test_far_classification_cells_are_explained_only_in_the_direction_the_noise_
     below = cmp._status(pd.Series({**base, "z": -5.0}), {})
     near = cmp._status(pd.Series({**base, "z": -1.0}), {})
     assert above == ("reproduced", "|z| > 3: " + cmp.FIDELITY_NOTE["classification"])
-    assert below == ("reproduced", "|z| > 3, ours worse than the paper: " + cmp.FIDELITY_NOTE["below"])
+    assert below == ("reproduced", "|z| > 3, ours worse than the paper: " + cmp.FIDELITY_NOTE["worse"])
     assert near == ("reproduced", "")
     err = cmp._status(pd.Series({**base, "metric": "test_error", "z": 5.0}), {})  # a higher error is worse
     assert err[1].startswith("|z| > 3, ours worse than the paper")

@@ -128,14 +128,13 @@ class GLMDesign:
         return J
 
     def _jvp(self, theta: Array, XA: Array, D: Array) -> Callable[[Array], Array]:
-        """``x -> J_theta x`` without forming ``J_theta`` (two products with the live rows)."""
+        """``x -> J_theta x`` (``x`` a vector) without forming ``J_theta`` (two products with the live rows)."""
         k = XA.shape[1]
         hd = self.penalty.hess_diag(theta[:k], self.n)
 
         def matvec(x: Array) -> Array:
-            u = D * self._predictor(x, XA) if x.ndim == 1 else D[:, None] * (XA @ x[:k] + (x[k] if self.icpt else 0.0))
-            out = self._phi_T(u, XA) if x.ndim == 1 else np.vstack([XA.T @ u, u.sum(axis=0)])[: x.shape[0]]
-            out[:k] += hd * x[:k] if x.ndim == 1 else hd[:, None] * x[:k]
+            out = self._phi_T(D * self._predictor(x, XA), XA)
+            out[:k] += hd * x[:k]
             return out
 
         return matvec
@@ -189,7 +188,7 @@ class GLMDesign:
                     self._fit_ref = None  # drifted away: the next step forms its own Hessian
             else:
                 step = full().solve(-g)
-            decrease = -float(g @ step)  # predicted by the quadratic model, twice over
+            decrease = -float(g @ step)  # g^T H^-1 g: twice the decrease the quadratic model predicts
             if not decrease > 0:
                 return None
             t = 1.0

@@ -164,9 +164,9 @@ class CholeskyFactor:
 
 
 class RefinedFactor:
-    """Solves with ``J`` by iterations on the factor of a nearby ``J_ref``, with ``J x`` from
-    ``matvec`` (a product with the data, ``O(n k)``) instead of forming ``J`` (``O(n k^2)``) and
-    factorising it (``O(k^3)``).
+    """Solves with ``J`` (one right-hand side at a time) by iterations on the factor of a nearby
+    ``J_ref``, with ``J x`` from ``matvec`` (a product with the data, ``O(n k)``) instead of forming
+    ``J`` (``O(n k^2)``) and factorising it (``O(k^3)``).
 
     ``J_ref`` positive definite (a :class:`CholeskyFactor`): conjugate gradients preconditioned by
     it (:func:`pcg`).  They are accepted when the residual reaches ``tol`` with every curvature
@@ -229,7 +229,7 @@ class RefinedFactor:
                 return self.matvec(u)
 
             x = pcg(mv, rhs, self.ref, tol=self.tol, max_iter=self.max_iter, scale=self._tol_scale(rhs, x0),
-                    floor=self.bound)
+                    floor=self.bound, x0=x0)
             self.iterations = count[0]
             if x is None:
                 return x0, False
@@ -269,7 +269,7 @@ class RefinedFactor:
 
 def pcg(matvec: Callable[[Array], Array], rhs: Array, precond: Any, tol: float = 1e-13,
         max_iter: int = 200, scale: float | None = None,
-        floor: Callable[[Array], float] | None = None) -> Array | None:
+        floor: Callable[[Array], float] | None = None, x0: Array | None = None) -> Array | None:
     """Conjugate gradients for ``J x = rhs`` with ``J`` symmetric positive definite, preconditioned
     by the factor of a nearby SPD matrix (anything with ``solve``).
 
@@ -278,10 +278,10 @@ def pcg(matvec: Callable[[Array], Array], rhs: Array, precond: Any, tol: float =
     below which the products cannot measure a residual.  ``None`` if the residual stops
     decreasing (three iterations without a 10 % reduction) or ``max_iter`` iterations pass
     before that, or if a direction of non-positive curvature shows up (``J`` not positive
-    definite).
+    definite).  ``x0``: the first iterate if already computed (default ``precond`` applied to ``rhs``).
     """
     apply = getattr(precond, "precondition", precond.solve)
-    x = apply(rhs)
+    x = apply(rhs) if x0 is None else x0
     if not np.abs(rhs).max(initial=0.0) > 0:
         return x
     if scale is None:

@@ -50,7 +50,7 @@ FIDELITY_NOTE = {
     "standardised target (docs/protocol.md#fidelity)",
     "classification": "paper: noise injected before the split, so the test labels are noisy too; ours: clean "
     "test labels (protocol.noise_scope=all runs the authors' order; docs/protocol.md#fidelity)",
-    "below": "not explained by the known protocol differences (the paper's noisy test labels would lower "
+    "worse": "not explained by the known protocol differences (the paper's noisy test labels would lower "
     "its numbers, not ours; docs/protocol.md#fidelity)",
 }
 #: datasets of the papers with no offline copy and no config here
@@ -233,7 +233,7 @@ def _status(r, failures: dict) -> tuple[str, str]:
         # noisy test labels lower the paper's accuracy: they explain ours above it, not below
         ours_better = r.z > 0 if r.metric == "accuracy" else r.z < 0
         if task == "classification" and not ours_better:
-            note = f"|z| > {FAR:g}, ours worse than the paper: " + FIDELITY_NOTE["below"]
+            note = f"|z| > {FAR:g}, ours worse than the paper: " + FIDELITY_NOTE["worse"]
         else:
             note = f"|z| > {FAR:g}: " + FIDELITY_NOTE[task]
     if r.runs < target:
