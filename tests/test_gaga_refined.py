@@ -135,18 +135,20 @@ def test_logistic_path_with_refined_solves_equals_the_lu_path(sp, lam_min, monke
 
 
 @settings(max_examples=15, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), drop=st.floats(0.0, 0.6))
-def test_newton_fit_equals_the_models_solver(seed, drop):
-    """The v-weighted logistic fit of the warm starts (Newton, refined solves) against scikit-learn's
+@given(seed=st.integers(0, 2**31 - 1), drop=st.floats(0.0, 0.6), refined=st.booleans())
+def test_newton_fit_equals_the_models_solver(seed, drop, refined):
+    """The v-weighted logistic fit of the warm starts (Newton; its systems solved by refinement, or
+    by the Hessian's Cholesky factor below ``refine_min_dim`` unknowns) against scikit-learn's
     Newton-Cholesky (the model's solver): the same optimum, KKT at the model's tolerance."""
     X, y = _noisy_cancer(120, seed % 1000)
     rng = np.random.default_rng(seed)
     model = get_model("logistic", C=1.0)
     system = GLMSystem(model, get_sp("linear"), X, y)
+    system.refine_min_dim = 1 if refined else 10**9
     v = rng.random(X.shape[0])
     v[rng.random(X.shape[0]) < drop] = 0.0
     warm = model.fit_weighted(X, y, np.ones(X.shape[0]))
-    for _ in range(2):  # the second fit refines on the first one's Hessian
+    for _ in range(2):  # (refined: the second fit refines on the first one's Hessian)
         ours = system.newton_fit(v, warm)
         theirs = model.fit_weighted(X, y, v, warm=warm)
         assert ours is not None
@@ -185,3 +187,22 @@ def test_pcg_accepts_at_the_products_rounding_floor_and_only_there():
     x = pcg(noisy, b, ref, tol=1e-13, floor=lambda u: 1e4)
     assert x is not None and np.abs(x - np.linalg.solve(J, b)).max() <= 1e-8
     assert pcg(noisy, b, ref, tol=1e-13, floor=lambda u: 1.0) is None
+
+
+@pytest.mark.parametrize("sp,lam_min", [("linear", 0.3), ("mixture", 0.5)])
+def test_logistic_path_with_newton_warm_starts_equals_the_models_solver(sp, lam_min, monkeypatch):
+    """The ACS fits of the warm starts by :meth:`GLMDesign.newton_fit` (a Cholesky factor of the
+    Hessian at this size) against scikit-learn's solver (the model's): the same event log (kinds,
+    ages to 1e-8) and the same path on a grid, the jumps included."""
+    X, y = _noisy_cancer(150)
+    new = _path(X, y, sp, lam_min)
+    monkeypatch.setattr(GLMSystem, "smooth_fit", lambda self: False)
+    ref = _path(X, y, sp, lam_min)
+    ev = [(e["kind"], e["lam"]) for e in new.events]
+    ev0 = [(e["kind"], e["lam"]) for e in ref.events]
+    assert sum(k == "jump" for k, _ in ev0) >= 1  # warm starts happened
+    assert [k for k, _ in ev] == [k for k, _ in ev0]
+    assert np.allclose([t for _, t in ev], [t for _, t in ev0], rtol=1e-8, atol=1e-10)
+    grid = np.linspace(lam_min + 0.01, 2.99, 150)
+    (a, b), (a0, b0) = new.at(grid), ref.at(grid)
+    assert np.abs(a - a0).max() <= 1e-7 * (1 + np.abs(a0).max()) and np.abs(b - b0).max() <= 1e-7

@@ -90,10 +90,15 @@ class GLMDesign:
 
         return bound
 
+    def smooth_fit(self) -> bool:
+        """Smooth datafit and smooth penalty: the weighted fit is a smooth convex problem
+        (:meth:`newton_fit` solves it)."""
+        return not self.penalty.sparse and not self.datafit.piecewise
+
     def newton_fit_applies(self) -> bool:
-        """Smooth datafit, smooth penalty and ``refine_min_dim`` unknowns or more."""
-        return (not self.penalty.sparse and not self.datafit.piecewise
-                and self.d + self.icpt >= self.refine_min_dim)
+        """:meth:`smooth_fit` with ``refine_min_dim`` unknowns or more (where the refined Newton
+        solves pay off against the model's own solver)."""
+        return self.smooth_fit() and self.d + self.icpt >= self.refine_min_dim
 
     def _predictor(self, thetas: Array, XA: Array) -> Array:
         """``z`` of the rows of ``XA`` for ``theta`` (1-D) or one row per point (2-D)."""
@@ -140,10 +145,13 @@ class GLMDesign:
         return matvec
 
     def newton_fit(self, v: Array, warm: Params, tol: float = 1e-11, max_iter: int = 50) -> Params | None:
-        """``argmin sum_i v_i ell(z_i) + R(w)`` by damped Newton from ``warm``, each Newton system
-        solved by conjugate gradients preconditioned by the Cholesky factor of the Hessian of an
-        earlier step or fit (:class:`RefinedFactor`; the Hessian is formed and factorised afresh
-        when they do not converge in ``refine_max_iter`` products).
+        """``argmin sum_i v_i ell(z_i) + R(w)`` by damped Newton from ``warm``.
+
+        With ``refine_min_dim`` or more unknowns each Newton system is solved by conjugate
+        gradients preconditioned by the Cholesky factor of the Hessian of an earlier step or fit
+        (:class:`RefinedFactor`; the Hessian is formed and factorised afresh when they do not
+        converge in ``refine_max_iter`` products); with fewer, by the Hessian's own Cholesky
+        factor (forming it costs less than the products there).
 
         Stops when the gradient is below ``tol`` relative to its datafit part (the scale of the
         model's KKT check); ``None`` when it does not get there (the caller falls back).
@@ -179,7 +187,7 @@ class GLMDesign:
                 return f
 
             ref = self._fit_ref
-            if ref is not None and ref[0].n == theta.shape[0]:
+            if ref is not None and ref[0].n == theta.shape[0] >= self.refine_min_dim:
                 aXL = np.abs(XL) if aXL is None else aXL
                 solver = RefinedFactor(self._jvp(theta, XL, D), ref[0], full, jscale=ref[1],
                                        max_iter=self.refine_max_iter, bound=self._jvp_bound(theta, XL, D, aXL))
@@ -368,14 +376,15 @@ class GLMSystem(GLMDesign, PathSystem):
         """The v-weighted fit of an ACS step (GAGA Algorithm 1), warm-started from ``warm``.
 
         Quadratic datafit with L1: the exact active-set solver.  A smooth datafit with a smooth
-        penalty and ``refine_min_dim`` or more unknowns: Newton with refined solves
-        (:meth:`newton_fit`).  Otherwise, or if these do not converge, the model's solver.
+        penalty: damped Newton (:meth:`newton_fit`; with ``refine_min_dim`` or more unknowns its
+        systems are solved by refinement, below that by a Cholesky factor of the Hessian).
+        Otherwise, or if these do not converge, the model's solver.
         """
         if isinstance(self.datafit, Quadratic) and isinstance(self.penalty, L1):
             w = weighted_lasso(self.X, self.y, v, self.penalty.level(self.n), warm.coef)
             if w is not None:
                 return Params(coef=w)
-        elif self.newton_fit_applies() and warm.coef is not None and np.isfinite(warm.coef).all():
+        elif self.smooth_fit() and warm.coef is not None and np.isfinite(warm.coef).all():
             out = self.newton_fit(v, warm)
             if out is not None:
                 return out
