@@ -80,6 +80,22 @@ def test_datafit_derivatives_match_finite_differences(seed, which):
     assert np.array_equal(df.d1(z, y), d1) and np.array_equal(df.d2(z, y), d2)
 
 
+def test_logistic_datafit_against_scipy_and_at_extreme_margins():
+    """The one-exp forms of the logistic loss against scipy's logaddexp / expit, also where
+    exp(|y z|) overflows."""
+    from scipy.special import expit
+
+    rng = np.random.default_rng(3)
+    z = np.concatenate([5.0 * rng.standard_normal(200), [-800.0, -40.0, 0.0, 40.0, 800.0]])
+    y = np.where(rng.random(z.size) < 0.5, -1.0, 1.0)
+    ell, d1, d2 = Logistic(C=0.7).derivatives(z, y)
+    s = expit(-y * z)
+    assert np.allclose(ell, 0.7 * np.logaddexp(0.0, -y * z), rtol=1e-14, atol=0.0)
+    assert np.allclose(d1, -0.7 * y * s, rtol=1e-14, atol=1e-300)
+    assert np.allclose(d2, 0.7 * s * expit(y * z), rtol=1e-14, atol=1e-300)  # (1 - s without cancellation)
+    assert np.isfinite(ell).all() and np.isfinite(d1).all() and np.isfinite(d2).all()
+
+
 def test_huber_pieces_boundaries_and_continuation():
     df = Huber(delta=1.0)
     y = np.zeros(5)

@@ -126,7 +126,7 @@ class GLMDesign:
             return JA
         J = np.empty((k + 1, k + 1))
         J[:k, :k] = JA
-        col = DX.sum(axis=0)
+        col = D @ XA  # (a product, not DX.sum(axis=0): column sums of a tall C-ordered array are slow)
         J[:k, k] = col
         J[k, :k] = col
         J[k, k] = D.sum()

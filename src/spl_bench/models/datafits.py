@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import expit
 
 from spl_bench.errors import check_positive
 from spl_bench.models.base import Described
@@ -111,13 +110,19 @@ class Logistic(Datafit):
         return {"C": self.scale}
 
     def derivatives(self, z: Array, y: Array, piece: Pieces | None = None) -> tuple[Array, Array, Array]:
+        # with m = y z and e = exp(-|m|) (never overflows): log(1 + exp(-m)) = max(-m, 0) + log1p(e),
+        # sigma(-m) = e / (1 + e) for m >= 0 and 1 / (1 + e) otherwise, sigma (1 - sigma) = e / (1 + e)^2;
+        # one exp and one log1p per sample
         m = y * z
         C = self.scale
-        sn = expit(-m)
-        return C * np.logaddexp(0.0, -m), -C * y * sn, C * sn * (1.0 - sn)
+        e = np.exp(-np.abs(m))
+        inv = 1.0 / (1.0 + e)
+        sn = np.where(m >= 0.0, e * inv, inv)
+        return C * (np.maximum(-m, 0.0) + np.log1p(e)), -C * y * sn, C * e * inv * inv
 
     def value(self, z: Array, y: Array) -> Array:
-        return self.scale * np.logaddexp(0.0, -y * z)
+        m = y * z
+        return self.scale * (np.maximum(-m, 0.0) + np.log1p(np.exp(-np.abs(m))))  # as in derivatives
 
 
 class Hinge(Datafit):

@@ -40,4 +40,4 @@ class MixtureSP(SPRegularizer):
 
     def _dv_mixed(self, ell, lam):
         g = self.gamma
-        return -0.5 * g * ell ** (-1.5), np.full_like(ell, g / lam**2)
+        return -0.5 * g / (ell * np.sqrt(ell)), np.full_like(ell, g / lam**2)  # (ell^-1.5 without pow)
