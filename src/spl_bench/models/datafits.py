@@ -109,20 +109,24 @@ class Logistic(Datafit):
     def get_params(self) -> dict[str, float]:
         return {"C": self.scale}
 
+    @staticmethod
+    def _softplus(m: Array) -> tuple[Array, Array]:
+        """``(log(1 + exp(-m)), e)`` with ``e = exp(-|m|)``, which never overflows:
+        ``log(1 + exp(-m)) = max(-m, 0) + log1p(e)`` (one exp and one log1p per sample)."""
+        e = np.exp(-np.abs(m))
+        return np.maximum(-m, 0.0) + np.log1p(e), e
+
     def derivatives(self, z: Array, y: Array, piece: Pieces | None = None) -> tuple[Array, Array, Array]:
-        # with m = y z and e = exp(-|m|) (never overflows): log(1 + exp(-m)) = max(-m, 0) + log1p(e),
-        # sigma(-m) = e / (1 + e) for m >= 0 and 1 / (1 + e) otherwise, sigma (1 - sigma) = e / (1 + e)^2;
-        # one exp and one log1p per sample
+        # sigma(-m) = e / (1 + e) for m >= 0 and 1 / (1 + e) otherwise; sigma (1 - sigma) = e / (1 + e)^2
         m = y * z
         C = self.scale
-        e = np.exp(-np.abs(m))
+        ell, e = self._softplus(m)
         inv = 1.0 / (1.0 + e)
         sn = np.where(m >= 0.0, e * inv, inv)
-        return C * (np.maximum(-m, 0.0) + np.log1p(e)), -C * y * sn, C * e * inv * inv
+        return C * ell, -C * y * sn, C * e * inv * inv
 
     def value(self, z: Array, y: Array) -> Array:
-        m = y * z
-        return self.scale * (np.maximum(-m, 0.0) + np.log1p(np.exp(-np.abs(m))))  # as in derivatives
+        return self.scale * self._softplus(y * z)[0]
 
 
 class Hinge(Datafit):
