@@ -468,7 +468,7 @@ class _Tracker:
     def run(self, lam_min: float, lam_max: float, init: Params | None) -> None:
         o = self.o
         if init is None:
-            init = self.model.fit_weighted(self.X, self.y, np.ones(len(self.y)))
+            init = self.sys.initial_fit()
         # the start is ACS's own partial optimum (a polish straight from the v = 1 fit can
         # land on another one): ACS first, Newton only once ACS contracts
         self.warm_start(lam_min, init, polish_first=False)
@@ -998,6 +998,7 @@ def age_path(
             meta["n_acs_fits"] = system.dual_solver.n_fits
             meta["n_acs_libsvm_fallbacks"] = system.dual_solver.n_fallbacks
             meta["n_acs_highs"] = system.dual_solver.n_highs
+            meta["n_acs_lowrank"] = system.dual_solver.n_lowrank
     if groups is None:
         return tr.to_path(meta)
     meta["duplicate_column_groups"] = [np.flatnonzero(groups.group == g).tolist()

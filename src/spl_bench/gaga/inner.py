@@ -20,6 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from spl_bench.gaga.linalg import AnyFactor, Factor, KKTUpdate, MergedKKT, kkt_factor, kkt_matrix
+from spl_bench.gaga.lowrank_dual import lowrank_svm_dual
 
 Array = NDArray[np.float64]
 
@@ -248,15 +249,20 @@ class WeightedSVMDual:
     checked against every KKT condition; violators change sets and the system is
     solved again (at most ``max_rounds`` times).  Where that gives up (with a low-rank
     ``Q`` its systems are singular once more than ``rank Q + 1`` samples are guessed free),
-    a low-rank ``Q = G G^T`` is solved by HiGHS (:func:`highs_svm_dual`) and its sets are
-    checked in the same way, then :meth:`_active_set_qp` tries; ``None`` if all fail (the
-    caller uses libsvm).
+    a low-rank ``Q = G G^T`` is solved by the warm-started active-set method in ``(w, b)``
+    coordinates (:func:`~spl_bench.gaga.lowrank_dual.lowrank_svm_dual`), or by HiGHS
+    (:func:`highs_svm_dual`) where that gives up, and its sets are checked in the same way;
+    then :meth:`_active_set_qp` tries; ``None`` if all fail (the caller uses libsvm).
     The matrix depends on ``Z`` only, and during ACS only ``u`` changes from one
     iteration to the next while ``Z`` seldom does, so its factorisation is kept
     (:class:`~spl_bench.gaga.linalg.Factor`: duplicated samples in ``Z`` are merged,
     the minimum-norm split).  The sets of the latest solution are the next guess
     when it is warm-started from that solution.
     """
+
+    #: with a low-rank factor, try the warm-started active-set method in ``(w, b)`` coordinates
+    #: (:func:`~spl_bench.gaga.lowrank_dual.lowrank_svm_dual`) before HiGHS
+    lowrank_first: bool = True
 
     def __init__(self, Q: Array, y: Array, tol: float = 1e-9, max_rounds: int = 30,
                  duplicates: NDArray[np.intp] | None = None, factor: Array | None = None) -> None:
@@ -276,13 +282,16 @@ class WeightedSVMDual:
         self.n_fits = 0
         self.n_fallbacks = 0
         self.n_highs = 0
+        self.n_lowrank = 0
 
     def fit(self, u: Array, a0: Array) -> tuple[Array, float, Array] | None:
         """``(a, b, g)`` solving the dual with box ``[0, u]``, warm-started from ``a0``; or ``None``.
 
         Guess-and-check from the sets of ``a0`` first; where it gives up, with a low-rank factor
-        the QP solved by HiGHS and its sets checked the same way (exact to the LU's precision);
-        then the primal active-set method of :meth:`_active_set_qp`.
+        the warm-started active-set method of :func:`~spl_bench.gaga.lowrank_dual.lowrank_svm_dual`
+        (from the same sets), else the QP solved by HiGHS, and the sets of their point checked
+        the same way (exact to the LU's precision); then the primal active-set method of
+        :meth:`_active_set_qp`.
         """
         self.n_fits += 1
         live = u > 0
@@ -296,13 +305,15 @@ class WeightedSVMDual:
             return out
         start = a0
         if self.factor is not None:
-            a_qp = highs_svm_dual(self.factor, self.y, u, guess=a0)
+            a_qp = (lowrank_svm_dual(self.factor, self.y, u, a0, Z, P, tol=self.tol)
+                    if self.lowrank_first else None)
             if a_qp is not None:
-                self.n_highs += 1
-                Z, P = self._sets_of(a_qp, u)
-                out = self._guess_and_check(u, Z, P)
-                if out is None:  # a degenerate dual (more free samples than rank Q + 1)
-                    out = self._correct(u, a_qp, Z, P)
+                self.n_lowrank += 1
+            else:
+                a_qp = highs_svm_dual(self.factor, self.y, u, guess=a0)
+                self.n_highs += a_qp is not None
+            if a_qp is not None:
+                out = self._exact_at_sets_of(u, a_qp)
                 if out is not None:
                     return out
                 start = a_qp
@@ -312,6 +323,29 @@ class WeightedSVMDual:
         self.n_fallbacks += 1
         self._last = None
         return None
+
+    def fit_cold(self, u: Array) -> tuple[Array, float, Array] | None:
+        """``(a, b, g)`` solving the dual with box ``[0, u]`` without a nearby solution: with a
+        low-rank factor by :func:`~spl_bench.gaga.lowrank_dual.lowrank_svm_dual` from ``a = 0``
+        (exact, where libsvm stops at its tolerance), else ``None`` (the caller uses libsvm)."""
+        if self.factor is None:
+            return None
+        none = np.zeros(u.size, dtype=bool)
+        a = lowrank_svm_dual(self.factor, self.y, u, np.zeros(u.size), none, none, tol=self.tol)
+        if a is None:
+            return None
+        self.n_fits += 1
+        self.n_lowrank += 1
+        return self._exact_at_sets_of(u, a)
+
+    def _exact_at_sets_of(self, u: Array, a: Array) -> tuple[Array, float, Array] | None:
+        """The solution for the sets of a (near) optimum ``a``: guess-and-check from them, or, on
+        a degenerate dual (more free samples than ``rank Q + 1``), one minimum-norm correction."""
+        Z, P = self._sets_of(a, u)
+        out = self._guess_and_check(u, Z, P)
+        if out is None:
+            out = self._correct(u, a, Z, P)
+        return out
 
     @staticmethod
     def _sets_of(a: Array, u: Array) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:

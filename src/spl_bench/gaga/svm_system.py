@@ -385,6 +385,16 @@ class SVMSystem(PathSystem):
     def kkt(self, lam: float) -> float:
         return svm_kkt(self.model, self.sp, self.params(), self.X, self.y, lam)
 
+    def initial_fit(self) -> Params:
+        """The fit at ``v = 1``: exact from a cold start with a low-rank (linear) kernel
+        (:meth:`WeightedSVMDual.fit_cold`), else the model's libsvm fit."""
+        out = self.dual_solver.fit_cold(self.C * np.ones(self.n)) if self.dual_solver is not None else None
+        if out is None:
+            return super().initial_fit()
+        self._last_fit = out
+        return Params(dual_coef=out[0], intercept=out[1], X_fit=self.X, y_fit=self.y,
+                      extra={"gamma": self.gamma})
+
     def fit_weighted(self, v: Array, warm: Params) -> Params:
         """The v-weighted SVM dual on the precomputed kernel: :class:`WeightedSVMDual`
         warm-started from ``warm``, or libsvm if it gives up (or is switched off)."""

@@ -224,6 +224,10 @@ class PathSystem(ABC):
         return True
 
     # -- ACS (warm starts at jump points) -------------------------------------------
+    def initial_fit(self) -> Params:
+        """The fit at ``v = 1`` the path's first ACS starts from (the model's own solver)."""
+        return self.model.fit_weighted(self.X, self.y, np.ones(self.n))
+
     def fit_weighted(self, v: Array, warm: Params) -> Params:
         """The v-weighted model fit of one ACS iteration, warm-started from ``warm``."""
         return self.model.fit_weighted(self.X, self.y, v, warm=warm)

@@ -115,8 +115,10 @@ class ExactSVMFits:
     keeps the factorisation of the KKT matrix while the free set holds.  Where it
     gives up (a singular system, more than 30 set changes) or cannot start (no
     previous fit: the first fit at ``v = 1``), the step is fitted by libsvm on
-    the precomputed kernel, as the model's solver would (with a linear kernel the
-    solver's own exact fallback is tried first: :class:`_ACSDual`).  Duplicated samples
+    the precomputed kernel, as the model's solver would.  With a linear kernel the
+    low-rank routes come first: the warm-started active-set method in ``(w, b)``
+    coordinates (also from a cold start, for the first fit), HiGHS, then the solver's
+    own exact fallback (:class:`_ACSDual`).  Duplicated samples
     (identical ``x`` and ``y``) are merged in the factorisations and share their
     ``a`` equally (only the sum is determined; ``f`` is the same).
 
@@ -163,8 +165,10 @@ class ExactSVMFits:
             return self._params(np.zeros(n), b)
         if warm is not None and warm.dual_coef is not None and warm.X_fit is self.X:
             out = self.dual.fit(self.C * v, warm.dual_coef)
-            if out is not None:
-                return self._params(out[0], out[1], out[2])
+        else:  # exact from a cold start with a linear kernel (None otherwise)
+            out = self.dual.fit_cold(self.C * v)
+        if out is not None:
+            return self._params(out[0], out[1], out[2])
         self.n_libsvm += 1
         K = self.K if idx.size == n else self.K[np.ix_(idx, idx)]
         support, dual, b = libsvm_fit(K, y[idx], v[idx], self.C, "precomputed", 0.0, self.model.tol,

@@ -1,0 +1,248 @@
+"""Warm-started primal active-set method for the SVM dual with a low-rank kernel (``Q = G G^T``).
+
+The v-weighted SVM dual of GAGA's ACS step (section 4.1) with a linear kernel::
+
+    min_a  1/2 ||G^T a||^2 - 1^T a   s.t.  0 <= a_i <= u_i,   y^T a = 0,      G = y * X  (n x d)
+
+has ``n`` unknowns but only ``d + 1`` directions of curvature: ``w = G^T a`` and ``y^T a``.
+Each sample is the column ``c_i = (G_i, y_i)`` of ``R^(d+1)``.  On a free set ``F`` whose
+columns are linearly independent, the stationary point of the face (``g_F = 0`` with
+``g = 1 - G w - y b``, and ``y^T a = 0``) is found from a QR factorisation of
+``A_F = [c_i]_{i in F}``, kept up to date as samples join and leave ``F``
+(:func:`scipy.linalg.qr_insert` / :func:`scipy.linalg.qr_delete`): ``O((d + 1)^2)`` per change
+instead of a new factorisation of the ``(|F| + 1)``-square KKT matrix.
+
+With ``A_F = Q R`` (``Q`` square, ``R`` upper trapezoidal, ``m = |F|`` columns) and ``e`` the
+last unit vector of ``R^(d+1)``, the Newton step ``p`` of ``a_F`` and the intercept ``b`` solve
+``A_F^T (E z + e b) = r`` and ``e^T z = -s`` with ``z = A_F p``, ``E = I - e e^T``,
+``r = 1 - G_F w`` and ``s = y^T a``; with ``h = R_m^{-T} r`` and ``q = Q[d, :m]``::
+
+    b = (q^T h + s (1 - |q|^2)) / |q|^2,    c = h - q (b + s),    p = R_m^{-1} c,    z = Q_m c.
+
+Samples whose columns depend on those of ``F`` (more margin samples than ``d + 1``, or
+duplicated samples) never enter ``F`` with a singular system: releasing such a sample from
+its bound moves along ``delta_k = sigma``, ``delta_F = -sigma R_m^{-1} (Q^T c_k)_{:m}``,
+which keeps ``w`` and ``y^T a`` fixed and lowers the objective by ``sigma g_k`` per unit,
+until a bound blocks; the blocking sample leaves ``F`` and ``k`` takes its place.
+
+Every iterate after the first step satisfies the box; the objective never increases; a
+stationary point whose bounds all have the right sign (``a_i = 0 => g_i <= 0``,
+``a_i = u_i => g_i >= 0``) is the optimum.  The caller re-solves the sets of the result with
+its own LU solve (:class:`~spl_bench.gaga.inner.WeightedSVMDual`), so this routine only has to
+find the right sets.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.linalg import qr_delete, qr_insert, solve_triangular
+
+Array = NDArray[np.float64]
+
+
+class _FreeQR:
+    """QR factorisation of the columns ``(G_i, y_i)`` of the free samples, updated in place."""
+
+    def __init__(self, C: Array) -> None:
+        self.C = C  # n x (d + 1): row i is the column c_i
+        self.dim = C.shape[1]
+        self.Q = np.eye(self.dim)
+        self.R = np.zeros((self.dim, 0))
+        self.idx: list[int] = []
+        self.updates = 0
+
+    @property
+    def m(self) -> int:
+        return len(self.idx)
+
+    def coords(self, k: int) -> tuple[Array, float]:
+        """``Q^T c_k``'s first ``m`` entries and the norm of the rest (``c_k``'s distance to the span)."""
+        t = self.Q.T @ self.C[k]
+        return t[: self.m], float(np.linalg.norm(t[self.m:]))
+
+    def independent(self, k: int, rtol: float = 1e-9) -> bool:
+        _, rest = self.coords(k)
+        return rest > rtol * max(float(np.linalg.norm(self.C[k])), 1e-300)
+
+    def insert(self, k: int) -> None:
+        m = self.m
+        if m == 0:
+            self.Q, self.R = np.linalg.qr(self.C[k][:, None], mode="complete")
+        else:
+            self.Q, self.R = qr_insert(self.Q, self.R, self.C[k], m, which="col", check_finite=False)
+        self.idx.append(k)
+        self._count()
+
+    def delete(self, pos: int) -> None:
+        if self.m == 1:
+            self.Q, self.R = np.eye(self.dim), np.zeros((self.dim, 0))
+        else:
+            self.Q, self.R = qr_delete(self.Q, self.R, pos, 1, which="col", check_finite=False)
+        del self.idx[pos]
+        self._count()
+
+    def _count(self) -> None:
+        self.updates += 1
+        if self.updates % 200 == 0 and self.m:  # refresh against the drift of many updates
+            self.Q, self.R = np.linalg.qr(self.C[self.idx].T, mode="complete")
+
+    def solve_upper(self, c: Array) -> Array:
+        return solve_triangular(self.R[: self.m, : self.m], c, check_finite=False)
+
+    def solve_lower(self, r: Array) -> Array:
+        return solve_triangular(self.R[: self.m, : self.m], r, trans="T", check_finite=False)
+
+
+def lowrank_svm_dual(G: Array, y: Array, u: Array, a0: Array, Z: NDArray[np.bool_],
+                     P: NDArray[np.bool_], tol: float = 1e-9, max_iter: int | None = None
+                     ) -> Array | None:
+    """The dual ``min 1/2 ||G^T a||^2 - 1^T a``, ``0 <= a <= u``, ``y^T a = 0``, warm-started.
+
+    Parameters
+    ----------
+    G : (n, d) array
+        The factor of ``Q = G G^T`` (``y * X`` for a linear kernel).
+    y : (n,) array of +-1
+    u : (n,) array
+        The box (``C v``); samples with ``u_i = 0`` stay at 0.
+    a0, Z, P : warm start
+        A nearby solution and its free and upper-bound sets (every other sample starts at 0).
+    tol : float
+        KKT tolerance on ``g`` (the caller's).
+    max_iter : int, optional
+        Iteration limit (default ``20 n``).
+
+    Returns
+    -------
+    The optimum ``a`` (to ``tol``), or ``None`` when the iteration limit is reached or a
+    step is not finite (the caller has other solvers).
+    """
+    n, d = G.shape
+    live = u > 0
+    C = np.column_stack([G, y])
+    a = np.zeros(n)
+    P = P & live
+    a[P] = u[P]
+    Zl = Z & live & ~P
+    a[Zl] = np.clip(a0[Zl], 0.0, u[Zl])
+    at_u = P.copy()
+    qr = _FreeQR(C)
+    for k in np.flatnonzero(Zl):  # the free start: the independent columns of Z
+        if qr.m <= d and qr.independent(int(k)):
+            qr.insert(int(k))
+        else:  # to the nearer bound (the first step restores y^T a = 0)
+            if a[k] > 0.5 * u[k]:
+                a[k], at_u[k] = u[k], True
+            else:
+                a[k] = 0.0
+    w = G.T @ a
+    s = float(y @ a)
+    b = 0.0
+    scale_u = max(float(u.max(initial=0.0)), 1e-300)
+    tol_a = tol * scale_u
+    eps = 1e-14 * scale_u
+    for _ in range(max_iter or 20 * n):
+        F = np.asarray(qr.idx, dtype=np.intp)
+        m = F.size
+        if m:
+            # Newton step to the stationary point of the face (and onto y^T a = 0)
+            h = qr.solve_lower(1.0 - G[F] @ w)
+            q = qr.Q[d, :m]
+            qq = float(q @ q)
+            if qq <= 1e-300:
+                return None
+            b = (float(q @ h) + s * (1.0 - qq)) / qq
+            c = h - q * (b + s)
+            p = qr.solve_upper(c)
+            z = qr.Q[:, :m] @ c
+            if not (np.isfinite(p).all() and np.isfinite(b)):
+                return None
+            p[np.abs(p) <= eps] = 0.0  # rounding, not a direction (e.g. a lone free sample)
+            alpha, j = _move(a, u, at_u, F, p, 1.0)
+            if j >= 0:  # a free sample reached its bound first
+                w += alpha * z[:d]
+                qr.delete(j)
+                s = float(y @ a)
+                continue
+        elif abs(s) > tol_a:
+            # no free sample to restore y^T a = 0 with: free the bound sample that moves y^T a
+            # towards 0 and whose gradient favours that move most; the next step moves it
+            up = live & ~at_u & (y * s < 0)  # at 0, can rise
+            down = live & at_u & (y * s > 0)  # at u, can fall
+            score = np.where(up, 1.0 - G @ w, np.where(down, G @ w - 1.0, -np.inf))
+            k = int(np.argmax(score))
+            if not np.isfinite(score[k]):
+                return None
+            at_u[k] = False
+            qr.insert(k)
+            continue
+        # a stationary point of the face: w, y^T a and g afresh, then the signs at the bounds
+        w = G.T @ a
+        s = float(y @ a)
+        g0 = 1.0 - G @ w
+        bound = live.copy()
+        bound[F] = False
+        at0 = bound & ~at_u
+        atu = bound & at_u
+        if m == 0:  # b from the bounds alone: the middle of the interval they allow
+            lo = np.concatenate([g0[at0 & (y > 0)], -g0[atu & (y < 0)]]).max(initial=-np.inf)
+            hi = np.concatenate([g0[atu & (y > 0)], -g0[at0 & (y < 0)]]).min(initial=np.inf)
+            b = 0.5 * (lo + hi) if np.isfinite(lo + hi) else (lo if np.isfinite(lo) else
+                                                             (hi if np.isfinite(hi) else 0.0))
+        g = g0 - y * b
+        viol = np.zeros(n)
+        viol[at0] = g[at0]
+        viol[atu] = -g[atu]
+        k = int(np.argmax(viol))
+        if viol[k] <= tol:
+            if m and (float(np.abs(g[F]).max()) > tol or abs(s) > tol_a):
+                return None
+            return a
+        sigma = 1.0 if at0[k] else -1.0
+        at_u[k] = False
+        if qr.m <= d and qr.independent(k):
+            qr.insert(k)
+            continue
+        # c_k in the span of the free columns: a direction that keeps w and y^T a, down by g_k
+        t, _ = qr.coords(k)
+        dF = -sigma * qr.solve_upper(t)
+        dF[np.abs(dF) <= 1e-13 * max(1.0, float(np.abs(dF).max(initial=0.0)))] = 0.0
+        alpha, j = _move(a, u, at_u, F, dF, float(u[k]))
+        if j < 0:  # k crosses its box first: it changes bound, F stays
+            if sigma > 0:
+                a[k], at_u[k] = u[k], True
+            else:
+                a[k] = 0.0
+        else:  # the blocking free sample leaves F, k takes its place
+            a[k] = min(max(a[k] + sigma * alpha, 0.0), u[k])
+            qr.delete(j)
+            qr.insert(k)
+        s = float(y @ a)
+    return None
+
+
+def _move(a: Array, u: Array, at_u: NDArray[np.bool_], F: NDArray[np.intp], p: Array, cap: float
+          ) -> tuple[float, int]:
+    """Move ``a_F`` along ``p`` by the longest step ``alpha <= cap`` that stays in the box.
+
+    Returns ``(alpha, j)``: ``j`` the position in ``F`` of the sample whose bound stopped the
+    step (put exactly at that bound, ``at_u`` marked), or ``-1`` if ``cap`` did.
+    """
+    if F.size == 0:
+        return cap, -1
+    aF, uF = a[F], u[F]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(p < 0, aF / -p, np.where(p > 0, (uF - aF) / p, np.inf))
+    j = int(np.argmin(ratio))
+    if not ratio[j] < cap:
+        a[F] = np.clip(aF + cap * p, 0.0, uF)
+        return cap, -1
+    alpha = float(ratio[j])
+    a[F] = np.clip(aF + alpha * p, 0.0, uF)
+    k = int(F[j])
+    if p[j] < 0:
+        a[k] = 0.0
+    else:
+        a[k], at_u[k] = u[k], True
+    return alpha, j
