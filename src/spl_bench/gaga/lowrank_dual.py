@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.linalg import qr_delete, qr_insert, solve_triangular
+from scipy.linalg import qr, qr_delete, qr_insert, solve_triangular
 
 Array = NDArray[np.float64]
 
@@ -65,6 +65,21 @@ class _FreeQR:
         _, rest = self.coords(k)
         return rest > rtol * max(float(np.linalg.norm(self.C[k])), 1e-300)
 
+    def build(self, cand: NDArray[np.intp], rtol: float = 1e-9) -> NDArray[np.intp]:
+        """Start from the columns ``cand`` whose columns are independent (a pivoted QR picks
+        them); returns the rejected ones."""
+        if cand.size == 0:
+            return cand
+        cols = self.C[cand].T
+        Q, R, piv = qr(cols, mode="full", pivoting=True, check_finite=False)
+        diag = np.abs(np.diag(R))
+        ok = diag > rtol * np.maximum(np.linalg.norm(cols[:, piv[: diag.size]], axis=0), 1e-300)
+        r = diag.size if ok.all() else int(np.argmin(ok))
+        # the first r pivoted columns: A[:, piv[:r]] = Q R[:, :r] exactly
+        self.Q, self.R = Q, np.ascontiguousarray(R[:, :r])
+        self.idx = cand[piv[:r]].tolist()
+        return cand[piv[r:]]
+
     def insert(self, k: int) -> None:
         m = self.m
         if m == 0:
@@ -84,7 +99,7 @@ class _FreeQR:
 
     def _count(self) -> None:
         self.updates += 1
-        if self.updates % 200 == 0 and self.m:  # refresh against the drift of many updates
+        if self.updates % 400 == 0 and self.m:  # refresh against the drift of many updates
             self.Q, self.R = np.linalg.qr(self.C[self.idx].T, mode="complete")
 
     def solve_upper(self, c: Array) -> Array:
@@ -127,15 +142,12 @@ def lowrank_svm_dual(G: Array, y: Array, u: Array, a0: Array, Z: NDArray[np.bool
     Zl = Z & live & ~P
     a[Zl] = np.clip(a0[Zl], 0.0, u[Zl])
     at_u = P.copy()
-    qr = _FreeQR(C)
-    for k in np.flatnonzero(Zl):  # the free start: the independent columns of Z
-        if qr.m <= d and qr.independent(int(k)):
-            qr.insert(int(k))
-        else:  # to the nearer bound (the first step restores y^T a = 0)
-            if a[k] > 0.5 * u[k]:
-                a[k], at_u[k] = u[k], True
-            else:
-                a[k] = 0.0
+    fq = _FreeQR(C)
+    for k in fq.build(np.flatnonzero(Zl)):  # the free start: the independent columns of Z;
+        if a[k] > 0.5 * u[k]:  # the others to the nearer bound (the first step restores y^T a = 0)
+            a[k], at_u[k] = u[k], True
+        else:
+            a[k] = 0.0
     w = G.T @ a
     s = float(y @ a)
     b = 0.0
@@ -143,26 +155,26 @@ def lowrank_svm_dual(G: Array, y: Array, u: Array, a0: Array, Z: NDArray[np.bool
     tol_a = tol * scale_u
     eps = 1e-14 * scale_u
     for _ in range(max_iter or 20 * n):
-        F = np.asarray(qr.idx, dtype=np.intp)
+        F = np.asarray(fq.idx, dtype=np.intp)
         m = F.size
         if m:
             # Newton step to the stationary point of the face (and onto y^T a = 0)
-            h = qr.solve_lower(1.0 - G[F] @ w)
-            q = qr.Q[d, :m]
+            h = fq.solve_lower(1.0 - G[F] @ w)
+            q = fq.Q[d, :m]
             qq = float(q @ q)
             if qq <= 1e-300:
                 return None
             b = (float(q @ h) + s * (1.0 - qq)) / qq
             c = h - q * (b + s)
-            p = qr.solve_upper(c)
-            z = qr.Q[:, :m] @ c
+            p = fq.solve_upper(c)
+            z = fq.Q[:, :m] @ c
             if not (np.isfinite(p).all() and np.isfinite(b)):
                 return None
             p[np.abs(p) <= eps] = 0.0  # rounding, not a direction (e.g. a lone free sample)
             alpha, j = _move(a, u, at_u, F, p, 1.0)
             if j >= 0:  # a free sample reached its bound first
                 w += alpha * z[:d]
-                qr.delete(j)
+                fq.delete(j)
                 s = float(y @ a)
                 continue
         elif abs(s) > tol_a:
@@ -175,7 +187,7 @@ def lowrank_svm_dual(G: Array, y: Array, u: Array, a0: Array, Z: NDArray[np.bool
             if not np.isfinite(score[k]):
                 return None
             at_u[k] = False
-            qr.insert(k)
+            fq.insert(k)
             continue
         # a stationary point of the face: w, y^T a and g afresh, then the signs at the bounds
         w = G.T @ a
@@ -201,12 +213,12 @@ def lowrank_svm_dual(G: Array, y: Array, u: Array, a0: Array, Z: NDArray[np.bool
             return a
         sigma = 1.0 if at0[k] else -1.0
         at_u[k] = False
-        if qr.m <= d and qr.independent(k):
-            qr.insert(k)
+        if fq.m <= d and fq.independent(k):
+            fq.insert(k)
             continue
         # c_k in the span of the free columns: a direction that keeps w and y^T a, down by g_k
-        t, _ = qr.coords(k)
-        dF = -sigma * qr.solve_upper(t)
+        t, _ = fq.coords(k)
+        dF = -sigma * fq.solve_upper(t)
         dF[np.abs(dF) <= 1e-13 * max(1.0, float(np.abs(dF).max(initial=0.0)))] = 0.0
         alpha, j = _move(a, u, at_u, F, dF, float(u[k]))
         if j < 0:  # k crosses its box first: it changes bound, F stays
@@ -216,8 +228,8 @@ def lowrank_svm_dual(G: Array, y: Array, u: Array, a0: Array, Z: NDArray[np.bool
                 a[k] = 0.0
         else:  # the blocking free sample leaves F, k takes its place
             a[k] = min(max(a[k] + sigma * alpha, 0.0), u[k])
-            qr.delete(j)
-            qr.insert(k)
+            fq.delete(j)
+            fq.insert(k)
         s = float(y @ a)
     return None
 
