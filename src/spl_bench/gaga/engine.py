@@ -281,12 +281,15 @@ class _Tracker:
         return h
 
     def newton(self, theta: Array, lam: float, max_iter: int = 8,
-               chord: AnyFactor | None = None) -> tuple[Array, float]:
+               chord: AnyFactor | None = None, stop_singular: bool = False) -> tuple[Array, float]:
         """Project ``theta`` onto ``F(., lam) = 0``; return it and the relative residual.
 
         With ``chord`` (a factorised Jacobian from a nearby point) the cheap chord
         iteration is tried first and kept while it at least halves the residual;
-        full Newton with backtracking finishes.
+        full Newton with backtracking finishes.  With ``stop_singular`` a Jacobian that
+        needs the least-squares fallback ends the iteration with an infinite residual
+        (a trial polish: such sets are not those of a followable partial optimum, and the
+        least-squares solves of a large singular system cost more than the rest of the trial).
         """
         scale = self.sys.residual_scale()
         F = self.sys.residual(theta, lam)
@@ -304,7 +307,10 @@ class _Tracker:
         for _ in range(max_iter):
             if res <= self.o.newton_tol:
                 break
-            step = self.sys.factor(theta, lam)[0].solve(F)
+            fac = self.sys.factor(theta, lam)[0]
+            if stop_singular and fac.least_squares:
+                return theta, np.inf
+            step = fac.solve(F)
             t = 1.0
             for _ in range(12):  # backtracking on the residual
                 theta_new = theta - t * step
@@ -320,16 +326,17 @@ class _Tracker:
             theta, F, res = theta_new, F_new, res_new
         return theta, res
 
-    def polish(self, lam: float, max_rounds: int = 100) -> float:
-        """Newton on ``F`` with the current sets, re-assigning violated indices until consistent."""
+    def polish(self, lam: float, max_rounds: int = 100, trial: bool = False) -> float:
+        """Newton on ``F`` with the current sets, re-assigning violated indices until consistent
+        (``trial``: give up on a singular Jacobian, :meth:`newton`'s ``stop_singular``)."""
         for _ in range(max_rounds):
-            theta, res = self.newton(self.sys.theta(), lam, max_iter=15)
+            theta, res = self.newton(self.sys.theta(), lam, max_iter=15, stop_singular=trial)
             self.sys.set_theta(theta)
             bad = self.sys.consistent(lam, tol=self.o.event_tol)
             if bad.size == 0:
                 return res
             self.sys.move(bad, lam)
-        theta, res = self.newton(self.sys.theta(), lam, max_iter=15)
+        theta, res = self.newton(self.sys.theta(), lam, max_iter=15, stop_singular=trial)
         self.sys.set_theta(theta)
         return np.inf
 
@@ -446,7 +453,7 @@ class _Tracker:
         """Polish ``params`` at ``lam``; keep it if it is a followable, stable partial optimum."""
         o = self.o
         self.sys.init_from(params, lam)
-        res = self.polish(lam, max_rounds=rounds)
+        res = self.polish(lam, max_rounds=rounds, trial=True)
         if not (res <= 1e3 * o.newton_tol and self.sys.consistent(lam, o.event_tol).size == 0):
             return False
         g0 = self.sys.objective(params, lam)
