@@ -229,3 +229,26 @@ def test_low_rank_correction_recovers_the_exact_point_from_a_nearby_one():
     if out is not None:  # the sets may still be those of an optimum (a degenerate dual)
         a3, b3, _ = out
         assert svm_natural_residual(a3, margins(X, y, a3, b3), v, y, C) <= 1e-9
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf"])
+def test_first_fit_at_v1_is_exact_with_a_linear_kernel(kernel):
+    """The fit at ``v = 1`` that GAGA's path and ACS start from: exact from a cold start with a
+    linear kernel (natural residual <= 1e-9 with the margins recomputed from ``a`` and ``b``,
+    against libsvm's ~1e-7), the model's libsvm fit with an RBF kernel (no low-rank factor)."""
+    from spl_bench.gaga.svm_system import SVMSystem
+
+    X, y = digits_3_vs_8(200, seed=5, flip=0.3)
+    model = get_model("svm", C=C, kernel=kernel)
+    system = SVMSystem(model, get_sp("linear"), X, y)
+    p = system.initial_fit()
+    fits = ExactSVMFits(model, X, y)
+    q = fits.fit_weighted(X, y, np.ones(len(y)))
+    if kernel == "linear":
+        for params in (p, q):
+            g = margins(X, y, params.dual_coef, params.intercept)
+            assert svm_natural_residual(params.dual_coef, g, np.ones(len(y)), y, C) <= 1e-9
+        assert system.dual_solver.n_lowrank == 1 and fits.n_libsvm == 0
+    else:
+        assert system.dual_solver is None or system.dual_solver.n_lowrank == 0
+        assert fits.n_libsvm == 1
