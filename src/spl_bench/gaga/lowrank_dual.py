@@ -66,8 +66,8 @@ class _FreeQR:
         return rest > rtol * max(float(np.linalg.norm(self.C[k])), 1e-300)
 
     def build(self, cand: NDArray[np.intp], rtol: float = 1e-9) -> NDArray[np.intp]:
-        """Start from the columns ``cand`` whose columns are independent (a pivoted QR picks
-        them); returns the rejected ones."""
+        """Factorise a largest independent subset of the columns ``cand`` (chosen by a pivoted
+        QR, in its pivot order) as the free set; return the rest."""
         if cand.size == 0:
             return cand
         cols = self.C[cand].T
