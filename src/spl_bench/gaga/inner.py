@@ -330,11 +330,11 @@ class WeightedSVMDual:
         (exact, where libsvm stops at its tolerance), else ``None`` (the caller uses libsvm)."""
         if self.factor is None:
             return None
+        self.n_fits += 1
         none = np.zeros(u.size, dtype=bool)
         a = lowrank_svm_dual(self.factor, self.y, u, np.zeros(u.size), none, none, tol=self.tol)
         if a is None:
             return None
-        self.n_fits += 1
         self.n_lowrank += 1
         return self._exact_at_sets_of(u, a)
 

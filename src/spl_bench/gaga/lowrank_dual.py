@@ -61,9 +61,10 @@ class _FreeQR:
         t = self.Q.T @ self.C[k]
         return t[: self.m], float(np.linalg.norm(t[self.m:]))
 
-    def independent(self, k: int, rtol: float = 1e-9) -> bool:
-        _, rest = self.coords(k)
-        return rest > rtol * max(float(np.linalg.norm(self.C[k])), 1e-300)
+    def independent(self, k: int, rest: float, rtol: float = 1e-9) -> bool:
+        """Whether ``c_k`` (at distance ``rest`` from the span, :meth:`coords`) can join: not in the
+        span, to ``rtol`` of its norm, and room left."""
+        return self.m < self.dim and rest > rtol * max(float(np.linalg.norm(self.C[k])), 1e-300)
 
     def build(self, cand: NDArray[np.intp], rtol: float = 1e-9) -> NDArray[np.intp]:
         """Factorise a largest independent subset of the columns ``cand`` (chosen by a pivoted
@@ -213,11 +214,11 @@ def lowrank_svm_dual(G: Array, y: Array, u: Array, a0: Array, Z: NDArray[np.bool
             return a
         sigma = 1.0 if at0[k] else -1.0
         at_u[k] = False
-        if fq.m <= d and fq.independent(k):
+        t, rest = fq.coords(k)
+        if fq.independent(k, rest):
             fq.insert(k)
             continue
         # c_k in the span of the free columns: a direction that keeps w and y^T a, down by g_k
-        t, _ = fq.coords(k)
         dF = -sigma * fq.solve_upper(t)
         dF[np.abs(dF) <= 1e-13 * max(1.0, float(np.abs(dF).max(initial=0.0)))] = 0.0
         alpha, j = _move(a, u, at_u, F, dF, float(u[k]))

@@ -386,20 +386,19 @@ class SVMSystem(PathSystem):
         return svm_kkt(self.model, self.sp, self.params(), self.X, self.y, lam)
 
     def initial_fit(self) -> Params:
-        """The fit at ``v = 1``: exact from a cold start with a low-rank (linear) kernel
-        (:meth:`WeightedSVMDual.fit_cold`), else the model's libsvm fit."""
-        out = self.dual_solver.fit_cold(self.C * np.ones(self.n)) if self.dual_solver is not None else None
-        if out is None:
-            return super().initial_fit()
-        self._last_fit = out
-        return Params(dual_coef=out[0], intercept=out[1], X_fit=self.X, y_fit=self.y,
-                      extra={"gamma": self.gamma})
+        """The fit at ``v = 1``: with a low-rank (linear) kernel :meth:`fit_weighted` without a
+        warm start (exact from a cold start), else the model's libsvm fit."""
+        if self.dual_solver is not None and self.dual_solver.factor is not None:
+            return self.fit_weighted(np.ones(self.n), Params())
+        return super().initial_fit()
 
     def fit_weighted(self, v: Array, warm: Params) -> Params:
         """The v-weighted SVM dual on the precomputed kernel: :class:`WeightedSVMDual`
-        warm-started from ``warm``, or libsvm if it gives up (or is switched off)."""
-        if self.dual_solver is not None and warm.dual_coef is not None:
-            out = self.dual_solver.fit(self.C * v, warm.dual_coef)
+        warm-started from ``warm`` (without one, :meth:`WeightedSVMDual.fit_cold`: exact with a
+        linear kernel), or libsvm if it gives up (or is switched off)."""
+        if self.dual_solver is not None:
+            out = (self.dual_solver.fit(self.C * v, warm.dual_coef) if warm.dual_coef is not None
+                   else self.dual_solver.fit_cold(self.C * v))
             if out is not None:
                 self._last_fit = out
                 return Params(dual_coef=out[0], intercept=out[1], X_fit=self.X, y_fit=self.y,
