@@ -15,6 +15,7 @@ from spl_bench.gaga.linalg import (
     AnyFactor,
     Factor,
     KKTUpdate,
+    LowRankSVMFactor,
     MergedKKT,
     SchurBlocks,
     SchurFactor,
@@ -70,8 +71,10 @@ class SVMSystem(PathSystem):
         self.duplicates: NDArray[np.intp] | None = np.asarray(dup).ravel() if np.any(counts > 1) else None
         self._canon = canonical_duplicates(self.duplicates)
         #: ACS steps: the exact warm-started active-set fit first (libsvm when it gives up)
+        #: ``G = y * X`` with ``Q = G G^T`` (linear kernel, d < n): the low-rank Jacobian factors
+        self.G = low_rank_factor(model.kernel, X, y)
         self.dual_solver: WeightedSVMDual | None = WeightedSVMDual(
-            self.Q, y, duplicates=self.duplicates, factor=low_rank_factor(model.kernel, X, y))
+            self.Q, y, duplicates=self.duplicates, factor=self.G)
         self._last_fit: tuple[Array, float, Array] | None = None  # (a, b, g) of its latest fit
         # recent Schur blocks by (E_Z, M) and factorisations of the margin block by E_Z (SCHUR_CACHE)
         self._blocks_lru: OrderedDict[tuple[bytes, bytes], SchurBlocks] = OrderedDict()
@@ -177,10 +180,26 @@ class SVMSystem(PathSystem):
         return da, float(dtheta[k])
 
     # ------------------------------------------------------------ equations
+    def _Gfree(self) -> tuple[Array, Array]:
+        """``(G[free], C G[E_P]^T 1)`` (linear kernel): ``w = G[free]^T a_free + C G[E_P]^T 1``
+        and ``g = 1 - G w - y b``, ``O(n d)`` per point instead of the ``Q`` rows' ``O(n |free|)``
+        (and no gather of ``|free|`` rows of ``Q`` per set configuration)."""
+        if "Gf" not in self._cache:
+            assert self.G is not None
+            self._cache["Gf"] = (self.G[self.ifree], self.C * self.G[self.ipe].sum(axis=0))
+        return self._cache["Gf"]
+
+    def _w(self, thetas: Array) -> Array:
+        """Primal ``w`` of the free variables ``thetas`` (1-D, or one point per row), linear kernel."""
+        Gf, wpe = self._Gfree()
+        return thetas[..., :self.ifree.size] @ Gf + wpe
+
     def _g(self, theta: Array) -> Array:
         """Margins ``g = 1 - y f(x)`` of every sample for free variables ``theta``."""
-        Qr = self._Qrows()
         k = self.ifree.size
+        if self.G is not None:
+            return 1.0 - self.G @ self._w(theta) - self.y * theta[k]
+        Qr = self._Qrows()
         return 1.0 - theta[:k] @ Qr - self._cache["Qpe"] - self.y * theta[k]
 
     def _g_free(self, theta: Array) -> Array:
@@ -190,9 +209,12 @@ class SVMSystem(PathSystem):
         hit = self._cache.get("g_free")
         if hit is not None and np.array_equal(hit[0], theta):
             return hit[1]
-        Qff = self._Qff()
         k = self.ifree.size
-        g = 1.0 - Qff @ theta[:k] - self._cache["Qpe_f"] - self.y[self.ifree] * theta[k]
+        if self.G is not None:
+            g = 1.0 - self._Gfree()[0] @ self._w(theta) - self.y[self.ifree] * theta[k]
+        else:
+            Qff = self._Qff()
+            g = 1.0 - Qff @ theta[:k] - self._cache["Qpe_f"] - self.y[self.ifree] * theta[k]
         self._cache["g_free"] = (theta.copy(), g)
         return g
 
@@ -243,7 +265,26 @@ class SVMSystem(PathSystem):
         Unknowns ``(a_Z, b)`` and ``a_M``: the Z rows and ``y^T a`` are fixed per sets,
         the M rows are ``diag(C^2 dv/dell) [Q_MZ, y_M | Q_MM] + [0 | I]``.  The blocks
         are built once per set configuration; each point costs one ``|M| x |M|`` LU.
+
+        With a linear kernel and more than ``d + 1`` samples in M: :class:`LowRankSVMFactor`
+        (order ``|E_Z| + 1 + d``; with more than ``d + 1`` margin samples its minimum-norm
+        least squares); the dense route where those do not apply (duplicated samples on the
+        margin, rank-deficient ``[G_Z, y_Z]``, a singular small system).
         """
+        if self.G is not None and self.im.size > self.G.shape[1] + 1:
+            # linear kernel: the order |E_Z| + 1 + d system of LowRankSVMFactor (dense when singular)
+            c, Jl = self._mixed_terms(theta, lam)
+            Gf, nz = self._Gfree()[0], self.iz.size
+            parts = (Gf[:nz], Gf[nz:], self.y[self.iz], self.y[self.im], c)
+            if nz <= Gf.shape[1] + 1:
+                f = LowRankSVMFactor.make(*parts)
+            elif self._merge_hint() is None:  # singular: no duplicated samples on the margin
+                f = LowRankSVMFactor.make_singular(*parts)
+            else:
+                f = None
+            if f is not None:
+                return f, Jl
+            return super().factor(theta, lam)
         if self.iz.size < SCHUR_MIN_Z:  # small systems: one dense LU costs less than the bookkeeping
             return super().factor(theta, lam)
         blocks = self._cache.get("schur")
@@ -252,6 +293,11 @@ class SVMSystem(PathSystem):
             self._cache["schur"] = blocks
         if not blocks.usable:
             return super().factor(theta, lam)
+        c, Jl = self._mixed_terms(theta, lam)
+        return SchurFactor(blocks, c), Jl
+
+    def _mixed_terms(self, theta: Array, lam: float) -> tuple[Array, Array]:
+        """``(c, J_lam)``: the M rows' ``c = C^2 dv*/dell`` and ``J_lam`` (non-zero on M only)."""
         Jl = np.zeros(self.ifree.size + 1)
         c = np.zeros(self.im.size)
         if self.im.size:
@@ -259,7 +305,7 @@ class SVMSystem(PathSystem):
             _, dl, dlam = sp_weights(self.sp, self.C * g, np.full(self.im.size, MIXED, np.int8), lam)
             c = (self.C**2) * dl
             Jl[self.iz.size:self.ifree.size] = -self.C * dlam
-        return SchurFactor(blocks, c), Jl
+        return c, Jl
 
     def _schur_blocks(self) -> SchurBlocks:
         """The blocks of :meth:`factor` for the current sets, from the recent ones if they are there."""
@@ -311,9 +357,12 @@ class SVMSystem(PathSystem):
         k = self.ifree.size
         if idx is not None:  # only the rows of the samples involved
             i = idx % self.n
-            g = 1.0 - theta[:k] @ self._Qrows()[:, i] - self.y[i] * theta[k]
-            if self.ipe.size:
-                g -= self._cache["Qpe"][i]
+            if self.G is not None:
+                g = 1.0 - self.G[i] @ self._w(theta) - self.y[i] * theta[k]
+            else:
+                g = 1.0 - theta[:k] @ self._Qrows()[:, i] - self.y[i] * theta[k]
+                if self.ipe.size:
+                    g -= self._cache["Qpe"][i]
             if "pos" not in self._cache:
                 pos = np.full(self.n, -1)
                 pos[self.ifree] = np.arange(k)
@@ -333,7 +382,10 @@ class SVMSystem(PathSystem):
         if idx is not None:
             return super().events_many(thetas, lams, idx)
         k = self.ifree.size
-        G = 1.0 - thetas[:, :k] @ self._Qrows() - np.outer(thetas[:, k], self.y) - self._cache["Qpe"]
+        if self.G is not None:
+            G = 1.0 - self._w(thetas) @ self.G.T - np.outer(thetas[:, k], self.y)
+        else:
+            G = 1.0 - thetas[:, :k] @ self._Qrows() - np.outer(thetas[:, k], self.y) - self._cache["Qpe"]
         A = np.repeat(self.a[None, :], lams.size, axis=0)
         A[:, self.ifree] = thetas[:, :k]
         out = np.empty((lams.size, 2 * self.n))

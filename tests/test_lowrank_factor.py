@@ -1,0 +1,151 @@
+"""The linear-kernel SVM Jacobian factor (``linalg.LowRankSVMFactor``) against a dense
+``J`` assembled here from its definition (GAGA eq. (5) differentiated on the sets E_Z, M):
+solves against ``numpy.linalg.solve`` / LAPACK ``gelsy``, the determinant's sign against
+``slogdet``; and the path system's factor against the dense route on a real path point."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.linalg as sla
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from spl_bench.gaga.linalg import Factor, LowRankSVMFactor
+
+
+def dense_jacobian(Gz, Gm, yz, ym, c):
+    """``J`` on ``(a_Z, a_M, b)`` with ``Q = G G^T`` (rows Z: -Q a - y b; M: c (Q a + y b) + a_M; b: y^T a)."""
+    nz, nm = Gz.shape[0], Gm.shape[0]
+    k = nz + nm
+    G = np.vstack([Gz, Gm])
+    Q = G @ G.T
+    J = np.zeros((k + 1, k + 1))
+    J[:nz, :k] = -Q[:nz]
+    J[:nz, k] = -yz
+    J[nz:k, :k] = c[:, None] * Q[nz:]
+    J[nz:k, nz:k] += np.eye(nm)
+    J[nz:k, k] = c * ym
+    J[k, :k] = np.concatenate([yz, ym])
+    return J
+
+
+def problem(seed, d, nz, nm, c_scale, integer):
+    rng = np.random.default_rng(seed)
+    draw = (lambda s: rng.integers(-2, 3, size=s).astype(float)) if integer else (lambda s: rng.normal(size=s))
+    Gz, Gm = draw((nz, d)), draw((nm, d))
+    yz, ym = rng.choice([-1.0, 1.0], nz), rng.choice([-1.0, 1.0], nm)
+    c = -c_scale * rng.random(nm) if seed % 2 else c_scale * rng.normal(size=nm)
+    return Gz, Gm, yz, ym, c, rng
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 10_000), d=st.integers(1, 8), nz=st.integers(0, 9), nm=st.integers(0, 40),
+       c_scale=st.sampled_from([1e-3, 0.2, 1.0, 30.0]), integer=st.booleans())
+def test_nonsingular_solve_and_sign(seed, d, nz, nm, c_scale, integer):
+    nz = min(nz, d + 1)
+    Gz, Gm, yz, ym, c, rng = problem(seed, d, nz, nm, c_scale, integer)
+    J = dense_jacobian(Gz, Gm, yz, ym, c)
+    sign, _ = np.linalg.slogdet(J)
+    f = LowRankSVMFactor.make(Gz, Gm, yz, ym, c)
+    dense = Factor(J)
+    if f is None:  # singular small system: J is singular too (the dense route takes over)
+        assert dense.singular or np.linalg.cond(J) > 1e12
+        return
+    assert not f.singular and not f.least_squares
+    if dense.singular:  # equal determinants: the dense LU's threshold may differ near singularity
+        return
+    assert f.sign == sign
+    r = rng.normal(size=(J.shape[0], 3))
+    x = f.solve(r)
+    ref = np.linalg.solve(J, r)
+    scale = 1.0 + np.abs(ref).max()
+    cond = np.linalg.cond(J)
+    assert np.abs(x - ref).max() <= 1e-12 * cond * scale
+    np.testing.assert_allclose(f.solve(r[:, 0]), x[:, 0], rtol=0, atol=1e-12 * scale)
+    bound = 1e-13 * J.shape[0] * np.abs(J).max() * np.abs(x).max()
+    np.testing.assert_allclose(f.matvec(x), J @ x, rtol=0, atol=bound)
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 10_000), d=st.integers(1, 6), extra=st.integers(1, 25), nm=st.integers(0, 30),
+       c_scale=st.sampled_from([1e-3, 0.2, 1.0, 30.0]), consistent=st.booleans())
+def test_singular_is_gelsy_minimum_norm(seed, d, extra, nm, c_scale, consistent):
+    nz = d + 1 + extra  # more margin samples than rank Q + 1: J is singular
+    Gz, Gm, yz, ym, c, rng = problem(seed, d, nz, nm, c_scale, False)
+    J = dense_jacobian(Gz, Gm, yz, ym, c)
+    f = LowRankSVMFactor.make_singular(Gz, Gm, yz, ym, c)
+    assert f is not None and f.singular and f.least_squares and f.sign == 0.0
+    r = rng.normal(size=(J.shape[0], 2))
+    if consistent:
+        r = J @ r  # in the range of J, as -J_lam and F are along a segment
+    x = f.solve(r)
+    ref = sla.lstsq(J, r, cond=1e-12, lapack_driver="gelsy")[0]
+    assert np.abs(x - ref).max() <= 1e-8 * (1.0 + np.abs(ref).max())
+    if consistent:
+        assert np.abs(J @ x - r).max() <= 1e-9 * (1.0 + np.abs(r).max())
+
+
+def test_singular_needs_full_column_rank():
+    """Duplicated margin samples leave ``[G_Z, y_Z]`` rank-deficient: no factor (dense route)."""
+    rng = np.random.default_rng(3)
+    Gz = np.repeat(rng.normal(size=(2, 3)), 4, axis=0)
+    yz = np.ones(8)
+    assert LowRankSVMFactor.make_singular(Gz, rng.normal(size=(5, 3)), yz, np.ones(5), -np.ones(5)) is None
+
+
+@pytest.mark.parametrize("noise", [0.1, 0.5])
+def test_system_factor_matches_dense_route(noise):
+    """On a linear-kernel path point with many samples in M, ``SVMSystem.factor`` (low-rank)
+    solves like the dense ``Factor`` of ``SVMSystem.jacobians``; the margins computed from
+    ``w`` equal those from the rows of ``Q``."""
+    from sklearn.datasets import make_classification
+
+    from spl_bench.gaga.svm_system import SVMSystem
+    from spl_bench.models import get_model
+    from spl_bench.sp import get_sp
+
+    X, y01 = make_classification(n_samples=240, n_features=6, n_informative=6, n_redundant=0, random_state=1)
+    y = np.where(y01 == 1, 1.0, -1.0)
+    flip = np.random.default_rng(0).random(y.size) < noise
+    y[flip] *= -1
+    model = get_model("svm", C=1.0, kernel="linear")
+    system = SVMSystem(model, get_sp("linear"), X, y)
+    lam = 4.0
+    system.init_from(system.initial_fit(), lam)
+    theta = system.theta()
+    assert system.im.size > X.shape[1] + 1  # the low-rank route is taken
+    f, Jl = system.factor(theta, lam)
+    assert isinstance(f, LowRankSVMFactor)
+    J, Jl_dense = system.jacobians(theta, lam)
+    np.testing.assert_array_equal(Jl, Jl_dense)
+    dense = Factor(J)
+    assert f.singular == dense.singular and f.sign == dense.sign
+    np.testing.assert_allclose(f.solve(-Jl), dense.solve(-Jl), rtol=0, atol=1e-9)
+    g_q = 1.0 - system.Q @ system.a - y * system.b
+    np.testing.assert_allclose(system._g(theta), g_q, rtol=0, atol=1e-10)
+
+
+def test_path_same_with_dense_route(monkeypatch):
+    """A linear-kernel path through a stretch with more than d + 1 margin samples (random labels:
+    ~1,700 least-squares solves): the low-rank factors give the dense route's critical points
+    (1e-8 in lambda) and path (1e-6 on a grid)."""
+    from spl_bench.gaga import age_path
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(160, 3))
+    y = rng.choice([-1.0, 1.0], 160)
+    grid = np.linspace(0.1, 20.0, 200)
+    runs = []
+    for dense in (False, True):
+        if dense:
+            monkeypatch.setattr(LowRankSVMFactor, "make", classmethod(lambda cls, *a: None))
+            monkeypatch.setattr(LowRankSVMFactor, "make_singular", classmethod(lambda cls, *a: None))
+        p = age_path(X, y, model="svm", sp="linear", lam_range=(0.1, 20.0), C=1.0, kernel="linear")
+        runs.append(p)
+    fast, ref = runs
+    assert fast.meta["n_lstsq"] > 100  # the singular stretch was followed
+    assert [e["kind"] for e in fast.events] == [e["kind"] for e in ref.events]
+    np.testing.assert_allclose([e["lam"] for e in fast.events], [e["lam"] for e in ref.events], rtol=0, atol=1e-8)
+    for u, v in zip(fast.at(grid), ref.at(grid), strict=True):
+        np.testing.assert_allclose(u, v, rtol=0, atol=1e-6)
