@@ -19,7 +19,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from spl_bench.gaga.linalg import AnyFactor, Factor, KKTUpdate, MergedKKT, kkt_factor, kkt_matrix
+from spl_bench.gaga.linalg import (
+    AnyFactor,
+    Factor,
+    KKTUpdate,
+    LowRankSVMFactor,
+    MergedKKT,
+    kkt_factor,
+    kkt_matrix,
+)
 from spl_bench.gaga.lowrank_dual import lowrank_svm_dual
 
 Array = NDArray[np.float64]
@@ -274,9 +282,9 @@ class WeightedSVMDual:
         self.canon = canonical_duplicates(duplicates)
         self.tol = tol
         self.max_rounds = max_rounds
-        self._factor: tuple[bytes, AnyFactor, Array] | None = None  # (Z, its factor, Q[Z, :])
+        self._factor: tuple[bytes, AnyFactor, Array] | None = None  # (Z, its factor, Q[Z, :] or G[Z])
         self._root: tuple[NDArray[np.intp], Factor] | None = None  # the latest LU (updated by KKTUpdate)
-        self._cols_P: tuple[bytes, Array] | None = None  # (P, Q[P, :])
+        self._cols_P: tuple[bytes, Array] | None = None  # (P, Q[P, :] or G[P])
         self._last: tuple[Array, NDArray[np.bool_], NDArray[np.bool_]] | None = None  # (a, Z, P)
         self.last_u: Array | None = None  # the box of the latest solution
         self.n_fits = 0
@@ -404,6 +412,7 @@ class WeightedSVMDual:
         live = u > 0
         tol, tol_a = self.tol, self.tol * max(float(u.max(initial=0.0)), 1e-300)
         Q, y = self.Q, self.y
+        G = self.factor
         seen: set[bytes] = set()
         fresh = False  # the factor of this round's Z was made afresh after an inaccurate update
         prev: tuple[NDArray[np.bool_], NDArray[np.bool_]] | None = None  # the previous round's sets
@@ -417,20 +426,23 @@ class WeightedSVMDual:
             key = z.tobytes()
             if self._factor is None or self._factor[0] != key:
                 fresh = False
-                Qz = Q[z]  # rows = columns (Q is symmetric); a row gather is a contiguous copy
-                self._factor = (key, self._kkt_factor(z), Qz)
+                self._factor = (key, self._system_factor(z), Q[z] if G is None else G[z])
+            # Qz: the rows Q[z] (a row gather is a contiguous copy), or G[z] with Q = G G^T
             fac, Qz = self._factor[1], self._factor[2]
             p = np.flatnonzero(P)
             pkey = p.tobytes()
             if self._cols_P is None or self._cols_P[0] != pkey:
-                self._cols_P = (pkey, Q[p])  # a row gather: contiguous, unlike Q[:, p]
-            qP = u[p] @ self._cols_P[1]
-            sol = fac.solve(np.append(1.0 - qP[z], -float(y[p] @ u[p])))
+                self._cols_P = (pkey, Q[p] if G is None else G[p])
+            qP = u[p] @ self._cols_P[1] if G is None else G @ (u[p] @ self._cols_P[1])
+            rhs = np.append(1.0 - qP[z], -float(y[p] @ u[p]))
+            if isinstance(fac, LowRankSVMFactor):  # it factorises [[-Q_zz, -y_z], [y_z^T, 0]]
+                rhs[:-1] *= -1.0
+            sol = fac.solve(rhs)
             a = np.zeros_like(u)
             a[p] = u[p]
             a[z] = sol[:-1]
             b = float(sol[-1])
-            g = 1.0 - qP - sol[:-1] @ Qz - y * b
+            g = 1.0 - qP - (sol[:-1] @ Qz if G is None else G @ (sol[:-1] @ Qz)) - y * b
             if not (np.isfinite(g).all() and np.isfinite(b)):
                 break
             if float(np.abs(g[z]).max()) > tol or abs(float(y @ a)) > tol_a:
@@ -608,6 +620,21 @@ class WeightedSVMDual:
                                           return_counts=True)
             self._rows_groups = np.asarray(labels).ravel() if np.any(counts > 1) else None
         return self._rows_groups
+
+    def _system_factor(self, z: NDArray[np.intp]) -> AnyFactor:
+        """The factor of guess-and-check's system on the free set ``z``.  With ``Q = G G^T`` and
+        more than ``d + 1`` free samples that system is singular: its minimum-norm least-squares
+        solution (LAPACK ``gelsy``'s answer) from a QR of ``[G_z, y_z]``
+        (:meth:`~spl_bench.gaga.linalg.LowRankSVMFactor.make_singular` on ``-Q_zz``: rows negated,
+        the same least-squares solutions) instead of a failed LU of order ``|z| + 1`` and ``gelsy``
+        on it; else :meth:`_kkt_factor`."""
+        G = self.factor
+        if G is not None and z.size > G.shape[1] + 1:
+            none = np.zeros(0)
+            f = LowRankSVMFactor.make_singular(G[z], G[:0], self.y[z], none, none)
+            if f is not None:
+                return f
+        return self._kkt_factor(z)
 
     def _kkt_factor(self, z: NDArray[np.intp], update: bool = True) -> AnyFactor:
         """The factor of ``[[Q_zz, y_z], [y_z^T, 0]]`` (:func:`~spl_bench.gaga.linalg.kkt_factor`):
