@@ -149,3 +149,37 @@ def test_path_same_with_dense_route(monkeypatch):
     np.testing.assert_allclose([e["lam"] for e in fast.events], [e["lam"] for e in ref.events], rtol=0, atol=1e-8)
     for u, v in zip(fast.at(grid), ref.at(grid), strict=True):
         np.testing.assert_allclose(u, v, rtol=0, atol=1e-6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), d=st.integers(2, 8), nm=st.integers(0, 30),
+       c_scale=st.sampled_from([1e-3, 0.2, 1.0, 30.0]))
+def test_merged_duplicates_like_dense_merge(seed, d, nm, c_scale):
+    """Duplicated margin samples: the merged low-rank factor gives the dense merged LU's
+    solution (equal split within each group) and sign."""
+    from spl_bench.gaga.linalg import MergedLowRankSVMFactor, groups_hint
+
+    rng = np.random.default_rng(seed)
+    n_groups = int(rng.integers(1, d + 2))
+    zgroup = np.sort(rng.integers(0, n_groups, size=n_groups + int(rng.integers(1, 6))))
+    zgroup = np.unique(zgroup, return_inverse=True)[1].ravel()  # labels 0..g-1, every group used
+    g = zgroup.max() + 1
+    base = rng.normal(size=(g, d))
+    ybase = rng.choice([-1.0, 1.0], g)
+    Gz, yz = base[zgroup], ybase[zgroup]
+    Gm, ym = rng.normal(size=(nm, d)), rng.choice([-1.0, 1.0], nm)
+    c = c_scale * rng.normal(size=nm)
+    J = dense_jacobian(Gz, Gm, yz, ym, c)
+    hint = groups_hint(np.concatenate([zgroup, -2 - np.arange(nm), [-1]]))
+    dense = Factor(J, hint=hint)
+    first = np.unique(zgroup, return_index=True)[1]
+    inner = LowRankSVMFactor.make(Gz[first], Gm, yz[first], ym, c)
+    if inner is None or dense.merged is None:
+        return
+    f = MergedLowRankSVMFactor(inner, zgroup, np.bincount(zgroup).astype(float))
+    assert f.singular and not f.least_squares and f.sign == dense.sign
+    r = rng.normal(size=(J.shape[0], 2))
+    x, ref = f.solve(r), dense.solve(r)
+    cond = np.linalg.cond(J[np.ix_(hint[2], hint[2])])
+    assert np.abs(x - ref).max() <= 1e-12 * cond * (1.0 + np.abs(ref).max())
+    np.testing.assert_allclose(f.solve(r[:, 0]), x[:, 0], rtol=0, atol=1e-12 * (1 + np.abs(x).max()))

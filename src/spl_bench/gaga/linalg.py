@@ -882,6 +882,39 @@ class LowRankSVMFactor:
         return x
 
 
+class MergedLowRankSVMFactor:
+    """:class:`LowRankSVMFactor` of ``J`` with duplicated samples on the margin (equal rows and
+    columns of ``J``, so ``J`` is singular): the factor of the system on one representative per
+    group, the rows' right-hand sides averaged over each group and each group's unknown split
+    equally, as :class:`Factor` does with its merged LU (the same solution and sign)."""
+
+    singular = True
+    least_squares = False
+    groups = None
+
+    def __init__(self, inner: LowRankSVMFactor, group: NDArray[np.intp], size: Array) -> None:
+        self.inner, self.group, self.size = inner, group, size
+        self.sign = inner.sign
+        self.nz = group.size
+        self.n = self.nz + inner.nm + 1
+
+    def solve(self, rhs: Array) -> Array:
+        g, nz = self.size.size, self.nz
+        if rhs.ndim == 1:
+            avg = np.bincount(self.group, weights=rhs[:nz], minlength=g) / self.size
+            wsize = self.size[self.group]
+        else:
+            avg = np.zeros((g, *rhs.shape[1:]))
+            np.add.at(avg, self.group, rhs[:nz])
+            avg /= self.size[:, None]
+            wsize = self.size[self.group][:, None]
+        x = self.inner.solve(np.concatenate([avg, rhs[nz:]]))
+        out = np.empty(rhs.shape)
+        out[:nz] = x[:g][self.group] / wsize
+        out[nz:] = x[g:]
+        return out
+
+
 def solve_linear(J: Array, rhs: Array) -> tuple[Array, bool, float]:
     """Solve ``J x = rhs`` by LU; fall back to least squares (pseudo-inverse) if singular.
 
@@ -899,4 +932,5 @@ def det_sign(J: Array) -> float:
 
 
 #: what a system's ``factor`` returns (all have ``n``, ``sign``, ``singular``, ``solve``)
-AnyFactor = Factor | SchurFactor | KKTUpdate | MergedKKT | RefinedFactor | CholeskyFactor | LowRankSVMFactor
+AnyFactor = (Factor | SchurFactor | KKTUpdate | MergedKKT | RefinedFactor | CholeskyFactor | LowRankSVMFactor
+             | MergedLowRankSVMFactor)

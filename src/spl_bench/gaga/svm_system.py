@@ -17,6 +17,7 @@ from spl_bench.gaga.linalg import (
     KKTUpdate,
     LowRankSVMFactor,
     MergedKKT,
+    MergedLowRankSVMFactor,
     SchurBlocks,
     SchurFactor,
     groups_hint,
@@ -268,20 +269,30 @@ class SVMSystem(PathSystem):
 
         With a linear kernel and more than ``d + 1`` samples in M: :class:`LowRankSVMFactor`
         (order ``|E_Z| + 1 + d``; with more than ``d + 1`` margin samples its minimum-norm
-        least squares); the dense route where those do not apply (duplicated samples on the
-        margin, rank-deficient ``[G_Z, y_Z]``, a singular small system).
+        least squares; with duplicated samples on the margin, on one per group:
+        :class:`MergedLowRankSVMFactor`); the dense route where those do not apply
+        (rank-deficient ``[G_Z, y_Z]``, a singular small system, more than ``d + 1`` groups of
+        duplicates on the margin).
         """
         if self.G is not None and self.im.size > self.G.shape[1] + 1:
             # linear kernel: the order |E_Z| + 1 + d system of LowRankSVMFactor (dense when singular)
             c, Jl = self._mixed_terms(theta, lam)
             Gf, nz = self._Gfree()[0], self.iz.size
             parts = (Gf[:nz], Gf[nz:], self.y[self.iz], self.y[self.im], c)
-            if nz <= Gf.shape[1] + 1:
+            hint = self._merge_hint()
+            f: LowRankSVMFactor | MergedLowRankSVMFactor | None = None
+            if hint is not None:  # duplicated samples on the margin: one per group (as Factor)
+                _, zgroup, zsize = np.unique(self.duplicates[self.iz], return_inverse=True, return_counts=True)
+                zgroup = np.asarray(zgroup).ravel()
+                _, first = np.unique(zgroup, return_index=True)
+                if first.size <= Gf.shape[1] + 1:
+                    inner = LowRankSVMFactor.make(Gf[:nz][first], *parts[1:2], self.y[self.iz][first], *parts[3:])
+                    if inner is not None:
+                        f = MergedLowRankSVMFactor(inner, zgroup, zsize.astype(float))
+            elif nz <= Gf.shape[1] + 1:
                 f = LowRankSVMFactor.make(*parts)
-            elif self._merge_hint() is None:  # singular: no duplicated samples on the margin
+            else:  # singular: more than d + 1 margin samples
                 f = LowRankSVMFactor.make_singular(*parts)
-            else:
-                f = None
             if f is not None:
                 return f, Jl
             return super().factor(theta, lam)
