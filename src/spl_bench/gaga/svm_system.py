@@ -282,13 +282,16 @@ class SVMSystem(PathSystem):
             hint = self._merge_hint()
             f: LowRankSVMFactor | MergedLowRankSVMFactor | None = None
             if hint is not None:  # duplicated samples on the margin: one per group (as Factor)
-                _, zgroup, zsize = np.unique(self.duplicates[self.iz], return_inverse=True, return_counts=True)
-                zgroup = np.asarray(zgroup).ravel()
-                _, first = np.unique(zgroup, return_index=True)
+                if "zgroups" not in self._cache:  # per set configuration, not per point
+                    _, first, zgroup, zsize = np.unique(self.duplicates[self.iz], return_index=True,
+                                                        return_inverse=True, return_counts=True)
+                    self._cache["zgroups"] = (first, np.asarray(zgroup).ravel(), zsize.astype(float))
+                first, zgroup, zsize = self._cache["zgroups"]
                 if first.size <= Gf.shape[1] + 1:
-                    inner = LowRankSVMFactor.make(Gf[:nz][first], *parts[1:2], self.y[self.iz][first], *parts[3:])
+                    iz1 = self.iz[first]
+                    inner = LowRankSVMFactor.make(Gf[first], Gf[nz:], self.y[iz1], self.y[self.im], c)
                     if inner is not None:
-                        f = MergedLowRankSVMFactor(inner, zgroup, zsize.astype(float))
+                        f = MergedLowRankSVMFactor(inner, zgroup, zsize)
             elif nz <= Gf.shape[1] + 1:
                 f = LowRankSVMFactor.make(*parts)
             else:  # singular: more than d + 1 margin samples
