@@ -9,7 +9,9 @@ set (n = 5000), SVM (RBF, γ = scale) on mfeat-pixel (3:1 split; ``--svm-max-n``
 first rows), the scaling series lasso n = 1k, 2k, 5k, 10k, 100k (paper Fig. 5; any
 ``lasso_n<N>``), and the SVM rows of GAGA Table 2 exactly as the tables run them
 (``svm_t2_mfeat_pixel``, ``svm_t2_pendigits``, ``svm_t2_hiva_agnostic``: run 0's fitting rows),
-and the logistic row hiva_agnostic of Table 5 (``logistic_t5_hiva_agnostic``, 1,617 features).
+the logistic row hiva_agnostic of Table 5 (``logistic_t5_hiva_agnostic``, 1,617 features), and
+linear-kernel SVM cells of Tables 12, 15 and 16 (``svm_linear_t12_pendigits``: C = 1;
+``svm_linear_t16_pendigits_noise0.5``; ``svm_linear_t15_mfeat_pixel_noise0.4``).
 Besides the times, each row has the CPU milliseconds of one pass over the data (the event
 functions of every sample at the path's last point) and the cost of a critical point in
 such passes (``critical_point_over_data_pass``; issue 20's target: at most 5).
@@ -59,10 +61,15 @@ from spl_bench.sp import get_sp
 #: the authors' code on this machine, per path; each on the problem size it was measured on
 #: (music: 794 training rows, the 3:1 split here; mfeat-pixel: 1,900 training rows)
 AUTHORS_ANCHOR_S = {"lasso_music": 28.5, "svm_mfeat_anchor": 417.0}
-#: rows of the GAGA tables as the tables run them: case -> (table, a row of configs/table_row)
-TABLE_ROWS = {"svm_t2_mfeat_pixel": ("2", "t2_mfeat_pixel_n30"), "svm_t2_pendigits": ("2", "t2_pendigits_n20"),
-              "svm_t2_hiva_agnostic": ("2", "t2_hiva_agnostic_n30"),
-              "logistic_t5_hiva_agnostic": ("5", "t5_hiva_agnostic_n30")}
+#: cells of the GAGA tables as the tables run them: case -> (table, the cell's overrides)
+TABLE_ROWS = {"svm_t2_mfeat_pixel": ("2", ("+table_row=t2_mfeat_pixel_n30",)),
+              "svm_t2_pendigits": ("2", ("+table_row=t2_pendigits_n20",)),
+              "svm_t2_hiva_agnostic": ("2", ("+table_row=t2_hiva_agnostic_n30",)),
+              "logistic_t5_hiva_agnostic": ("5", ("+table_row=t5_hiva_agnostic_n30",)),
+              # linear kernel (Q = G G^T of rank <= d + 1, the low-rank factors of docs/gaga.md)
+              "svm_linear_t12_pendigits": ("12", ("model.params.C=1.0",)),
+              "svm_linear_t16_pendigits_noise0.5": ("16", ("noise.rate=0.5",)),
+              "svm_linear_t15_mfeat_pixel_noise0.4": ("15", ("noise.rate=0.4",))}
 #: training rows of each case whose split is not 3:1
 TRAIN_ROWS = {"svm_mfeat_anchor": 1900}
 
@@ -108,8 +115,8 @@ def table_case(name: str, quick: bool, run: int = 0):
     from spl_bench.runner import app
     from spl_bench.runner.reproduce import Cell, compose_cell
 
-    table, row = TABLE_ROWS[name]
-    cfg = compose_cell(Cell(table, f"gaga_table{table}", (f"+table_row={row}", "method=gaga")))
+    table, overrides = TABLE_ROWS[name]
+    cfg = compose_cell(Cell(table, f"gaga_table{table}", (*overrides, "method=gaga")))
     ds = load_dataset(app._plain(cfg.data))
     prep = prepare_run(ds, app.protocol_config(cfg), app.noise_config(cfg, ds.task), run)
     X, y = prep.X_fit, prep.y_fit

@@ -36,7 +36,8 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.linalg import qr, qr_delete, qr_insert, solve_triangular
+from scipy.linalg import LinAlgError, qr, qr_delete, qr_insert
+from scipy.linalg.lapack import dtrtrs
 
 Array = NDArray[np.float64]
 
@@ -103,11 +104,26 @@ class _FreeQR:
         if self.updates % 400 == 0 and self.m:  # refresh against the drift of many updates
             self.Q, self.R = np.linalg.qr(self.C[self.idx].T, mode="complete")
 
+    # LAPACK's trtrs called directly: the solves are O(m^2) and run once or twice per
+    # iteration, where scipy's solve_triangular wrapper cost as much as the solve
     def solve_upper(self, c: Array) -> Array:
-        return solve_triangular(self.R[: self.m, : self.m], c, check_finite=False)
+        """``R_m^{-1} c``."""
+        x, info = dtrtrs(self.R[: self.m, : self.m], c)
+        return _checked(x, info)
 
     def solve_lower(self, r: Array) -> Array:
-        return solve_triangular(self.R[: self.m, : self.m], r, trans="T", check_finite=False)
+        """``R_m^{-T} r``."""
+        x, info = dtrtrs(self.R[: self.m, : self.m], r, trans=1)
+        return _checked(x, info)
+
+
+def _checked(x: Array, info: int) -> Array:
+    """``trtrs``'s solution, or the error ``solve_triangular`` raises for a zero pivot."""
+    if info > 0:
+        raise LinAlgError(f"singular triangular factor: zero diagonal entry {info}")
+    if info < 0:  # pragma: no cover - an argument error is a bug here
+        raise ValueError(f"illegal value in argument {-info} of trtrs")
+    return x
 
 
 def lowrank_svm_dual(G: Array, y: Array, u: Array, a0: Array, Z: NDArray[np.bool_],
