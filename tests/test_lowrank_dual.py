@@ -14,11 +14,13 @@ zero weight, and warm starts from the optimum of a nearby box.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.linalg import LinAlgError
 
 from gaga_reference import svm_natural_residual
-from spl_bench.gaga.lowrank_dual import lowrank_svm_dual
+from spl_bench.gaga.lowrank_dual import _FreeQR, lowrank_svm_dual
 
 
 def problem(seed: int, n: int, d: int, n_dup: int, collinear: bool, flip: float):
@@ -101,3 +103,22 @@ def test_more_margin_samples_than_dimensions():
     assert certify(X, y, a, u, 10.0) <= 1e-9
     w = X.T @ (a * y)
     np.testing.assert_allclose(w, [2.0, 0.0], atol=1e-9)  # the margins x1 = 0 and x1 = 1
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000), d=st.integers(2, 8), m=st.integers(1, 6))
+def test_free_set_triangular_solves_match_the_dense_solves_and_refuse_a_zero_pivot(seed, d, m):
+    """``_FreeQR``'s solves with ``R_m`` and ``R_m^T`` (LAPACK ``trtrs``) against ``numpy.linalg.solve``
+    on the assembled ``R_m``, and a zero on the diagonal of ``R_m`` raising like ``solve_triangular``."""
+    rng = np.random.default_rng(seed)
+    fq = _FreeQR(rng.normal(size=(3 * (d + 1), d + 1)))
+    for k in range(min(m, d + 1)):
+        fq.insert(k)
+    Rm = fq.R[: fq.m, : fq.m]
+    r = rng.normal(size=fq.m)
+    assert np.allclose(Rm @ fq.solve_upper(r), r, atol=1e-9 * (1 + np.abs(r).max()))
+    assert np.allclose(Rm.T @ fq.solve_lower(r), r, atol=1e-9 * (1 + np.abs(r).max()))
+    fq.R = fq.R.copy()
+    fq.R[fq.m - 1, fq.m - 1] = 0.0
+    with pytest.raises(LinAlgError):
+        fq.solve_upper(r)
