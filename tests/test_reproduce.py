@@ -140,6 +140,10 @@ def test_far_classification_cells_are_explained_only_in_the_direction_the_noise_
     assert near == ("reproduced", "")
     err = cmp._status(pd.Series({**base, "metric": "test_error", "z": 5.0}), {})  # a higher error is worse
     assert err[1].startswith("|z| > 3, ours worse than the paper")
+    # from 50 % uniform flips the flipped label is each class's majority: explained, and said so
+    inverted = cmp._status(pd.Series({**base, "noise_rate": 0.6, "z": -50.0}), {})
+    assert inverted == ("reproduced", "|z| > 3, ours worse than the paper: " + cmp.FIDELITY_NOTE["inverted"])
+    assert cmp._status(pd.Series({**base, "noise_rate": 0.4, "z": -5.0}), {}) == below
 
 
 def test_order_mark():
