@@ -239,7 +239,7 @@ def _status(r, failures: dict) -> tuple[str, str]:
         # noisy test labels lower the paper's accuracy: they explain ours above it, not below
         ours_better = r.z > 0 if r.metric == "accuracy" else r.z < 0
         if task == "classification" and not ours_better:
-            inverted = float(r.get("noise_rate", 0.0)) >= INVERTING_RATE
+            inverted = float(getattr(r, "noise_rate", 0.0)) >= INVERTING_RATE
             note = f"|z| > {FAR:g}, ours worse than the paper: " + FIDELITY_NOTE["inverted" if inverted else "worse"]
         else:
             note = f"|z| > {FAR:g}: " + FIDELITY_NOTE[task]
