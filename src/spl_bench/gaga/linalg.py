@@ -384,9 +384,8 @@ def groups_hint(labels: NDArray[np.intp]) -> tuple[NDArray[np.intp], Array, NDAr
 
 
 #: SchurBlocks.complement: the point of a set configuration at which W is reduced to tridiagonal.
-#: The second: a configuration asked for one point keeps its LU; on the Table 2 pendigits row
-#: (linear SP, RBF kernel) 1,934 of 2,139 configurations were asked for 9-19 points (|M| about
-#: 480), and reducing at the second point instead of the fifth took the run from 256 to 199 CPU-s
+#: The second: the reduction costs three to four LUs and RK45 asks nearly every configuration for
+#: ten points or more, while a configuration asked for a single point keeps its one LU (docs/gaga.md)
 UNIFORM_REDUCE_AT = 2
 
 
@@ -423,8 +422,8 @@ class SchurBlocks:
         with ``W = Q T Q^T`` tridiagonal, reduced once per set configuration at its
         ``UNIFORM_REDUCE_AT``-th such point (``sytrd`` and ``orgqr`` cost three to four LUs at
         order 400; an RK45 segment asks for ten or more points, a predictor-corrector one for a
-        few): each point
-        is then a tridiagonal LU and two products with ``Q``.  Else one LU per point.
+        few): each point is then a tridiagonal LU and two products with ``Q``.  Else one LU
+        per point.
         """
         if c.size >= 3 and self._tri is not False and float(np.ptp(c)) <= 1e-14 * float(np.abs(c).max()):
             self._n_uniform += 1
