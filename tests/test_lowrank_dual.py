@@ -122,3 +122,64 @@ def test_free_set_triangular_solves_match_the_dense_solves_and_refuse_a_zero_piv
     fq.R[fq.m - 1, fq.m - 1] = 0.0
     with pytest.raises(LinAlgError):
         fq.solve_upper(r)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**16), n=st.integers(30, 200), d=st.integers(2, 20),
+       n_dup=st.integers(0, 6), collinear=st.booleans(), C=st.sampled_from([0.1, 1.0, 10.0]))
+def test_compiled_loop_matches_the_numpy_reference(seed, n, d, n_dup, collinear, C):
+    """The compiled iteration (Givens-updated QR) and the NumPy one (scipy's ``qr_insert`` /
+    ``qr_delete``) from a cold start and three warm starts as in ACS: both certified optima
+    with the same ``w = G^T a`` (the dual point itself is not unique with duplicated samples)."""
+    X, y = problem(seed, n, d, n_dup, collinear, flip=0.2)
+    G = y[:, None] * X
+    rng = np.random.default_rng(seed + 3)
+    u = C * np.clip(rng.uniform(-0.2, 1.2, y.size), 0.0, 1.0)
+    a_prev, Z, P = np.zeros(y.size), np.zeros(y.size, dtype=bool), np.zeros(y.size, dtype=bool)
+    for _ in range(4):
+        ref = lowrank_svm_dual(G, y, u, a_prev, Z, P, compiled=False)
+        out = lowrank_svm_dual(G, y, u, a_prev, Z, P, compiled=True)
+        assert (ref is None) == (out is None)
+        if ref is None:
+            return
+        assert certify(X, y, out, u, C) <= 1e-8
+        np.testing.assert_allclose(G.T @ out, G.T @ ref, atol=1e-9 * C * (1 + np.abs(G).sum(0).max()))
+        Z = (ref > 1e-8 * u) & (ref < (1 - 1e-8) * u)
+        P = (u > 0) & ~Z & (ref >= (1 - 1e-8) * u)
+        a_prev = ref
+        moved = rng.random(y.size) < 0.3
+        u = np.where(moved, np.clip(u + C * rng.uniform(-0.3, 0.3, y.size), 0.0, C), u)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), d=st.integers(1, 10), ops=st.lists(st.integers(0, 10**6), min_size=1,
+                                                                       max_size=40))
+def test_givens_updates_keep_the_free_columns_factorised(seed, d, ops):
+    """After any sequence of column appends and removals (and a rebuild), ``Q`` stays orthogonal,
+    ``R``'s first ``m`` columns upper triangular and ``Q R`` equal to the free columns."""
+    from spl_bench.gaga import lowrank_dual_nb as nb
+
+    rng = np.random.default_rng(seed)
+    dim = d + 1
+    C = rng.normal(size=(4 * dim, dim))
+    Q, R = np.eye(dim), np.zeros((dim, dim))
+    F: list[int] = []
+
+    def check():
+        m = len(F)
+        np.testing.assert_allclose(Q.T @ Q, np.eye(dim), atol=1e-12)
+        assert np.all(np.tril(R[:, :m], -1) == 0.0) and np.all(R[:, m:] == 0.0)
+        np.testing.assert_allclose(Q @ R[:, :m], C[F].T, atol=1e-11 * (1 + np.abs(C).max()))
+
+    for op in ops:
+        if len(F) < dim and (op % 3 or not F):  # append an unused column
+            k = int(rng.choice([i for i in range(C.shape[0]) if i not in F]))
+            nb._insert(Q, R, len(F), C[k].copy())
+            F.append(k)
+        else:  # remove the column at some position
+            pos = op % len(F)
+            nb._delete(Q, R, len(F), pos)
+            del F[pos]
+        check()
+    nb._rebuild(Q, R, C, np.array(F + [0] * (dim - len(F)), dtype=np.int64), len(F))
+    check()

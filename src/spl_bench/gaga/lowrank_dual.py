@@ -10,7 +10,9 @@ columns are linearly independent, the stationary point of the face (``g_F = 0`` 
 ``g = 1 - G w - y b``, and ``y^T a = 0``) is found from a QR factorisation of
 ``A_F = [c_i]_{i in F}``, kept up to date as samples join and leave ``F``
 (:func:`scipy.linalg.qr_insert` / :func:`scipy.linalg.qr_delete`): ``O((d + 1)^2)`` per change
-instead of a new factorisation of the ``(|F| + 1)``-square KKT matrix.
+instead of a new factorisation of the ``(|F| + 1)``-square KKT matrix.  The iteration runs
+compiled (:mod:`spl_bench.gaga.lowrank_dual_nb`, the same steps with Givens updates of the QR);
+:func:`_iterate` is the same iteration in NumPy, the reference the tests compare it with.
 
 With ``A_F = Q R`` (``Q`` square, ``R`` upper trapezoidal, ``m = |F|`` columns) and ``e`` the
 last unit vector of ``R^(d+1)``, the Newton step ``p`` of ``a_F`` and the intercept ``b`` solve
@@ -38,6 +40,8 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.linalg import LinAlgError, qr, qr_delete, qr_insert
 from scipy.linalg.lapack import dtrtrs
+
+from spl_bench.gaga import lowrank_dual_nb as nb
 
 Array = NDArray[np.float64]
 
@@ -127,8 +131,8 @@ def _checked(x: Array, info: int) -> Array:
 
 
 def lowrank_svm_dual(G: Array, y: Array, u: Array, a0: Array, Z: NDArray[np.bool_],
-                     P: NDArray[np.bool_], tol: float = 1e-9, max_iter: int | None = None
-                     ) -> Array | None:
+                     P: NDArray[np.bool_], tol: float = 1e-9, max_iter: int | None = None,
+                     compiled: bool = True) -> Array | None:
     """The dual ``min 1/2 ||G^T a||^2 - 1^T a``, ``0 <= a <= u``, ``y^T a = 0``, warm-started.
 
     Parameters
@@ -144,6 +148,9 @@ def lowrank_svm_dual(G: Array, y: Array, u: Array, a0: Array, Z: NDArray[np.bool
         KKT tolerance on ``g`` (the caller's).
     max_iter : int, optional
         Iteration limit (default ``20 n``).
+    compiled : bool
+        Run the iteration in the compiled loop of :mod:`spl_bench.gaga.lowrank_dual_nb`
+        (default), or in NumPy (:func:`_iterate`, the reference it is tested against).
 
     Returns
     -------
@@ -165,13 +172,38 @@ def lowrank_svm_dual(G: Array, y: Array, u: Array, a0: Array, Z: NDArray[np.bool
             a[k], at_u[k] = u[k], True
         else:
             a[k] = 0.0
+    if compiled:
+        return _iterate_compiled(G, y, C, u, live, a, at_u, fq, tol, max_iter or 20 * n)
+    return _iterate(G, y, u, live, a, at_u, fq, tol, max_iter or 20 * n)
+
+
+def _iterate_compiled(G: Array, y: Array, C: Array, u: Array, live: NDArray[np.bool_], a: Array,
+                      at_u: NDArray[np.bool_], fq: _FreeQR, tol: float, max_iter: int) -> Array | None:
+    """The iteration by :func:`spl_bench.gaga.lowrank_dual_nb.iterate` from ``fq``'s free set."""
+    dim = fq.dim
+    R = np.zeros((dim, dim))
+    R[:, : fq.m] = fq.R[:, : fq.m]
+    F = np.zeros(dim, dtype=np.int64)
+    F[: fq.m] = fq.idx
+    code, _ = nb.iterate(np.ascontiguousarray(G, dtype=np.float64), np.ascontiguousarray(y, dtype=np.float64),
+                         np.ascontiguousarray(C), np.ascontiguousarray(u, dtype=np.float64), live, a, at_u,
+                         np.ascontiguousarray(fq.Q), R, F, fq.m, float(tol), int(max_iter))
+    if code == nb.SINGULAR:
+        raise LinAlgError("singular triangular factor of the free columns")
+    return a if code == nb.OPTIMUM else None
+
+
+def _iterate(G: Array, y: Array, u: Array, live: NDArray[np.bool_], a: Array, at_u: NDArray[np.bool_],
+             fq: _FreeQR, tol: float, max_iter: int) -> Array | None:
+    """The active-set iteration in NumPy from ``fq``'s free set and the bounds ``a``, ``at_u``."""
+    n, d = G.shape
     w = G.T @ a
     s = float(y @ a)
     b = 0.0
     scale_u = max(float(u.max(initial=0.0)), 1e-300)
     tol_a = tol * scale_u
     eps = 1e-14 * scale_u
-    for _ in range(max_iter or 20 * n):
+    for _ in range(max_iter):
         F = np.asarray(fq.idx, dtype=np.intp)
         m = F.size
         if m:
