@@ -255,11 +255,11 @@ class WeightedSVMDual:
         [y_Z^T   0 ] [ b ] = [  -y_P^T u_P ]
 
     checked against every KKT condition; violators change sets and the system is
-    solved again (at most ``max_rounds`` times).  Where that gives up (with a low-rank
-    ``Q`` its systems are singular once more than ``rank Q + 1`` samples are guessed free),
-    a low-rank ``Q = G G^T`` is solved by the warm-started active-set method in ``(w, b)``
-    coordinates (:func:`~spl_bench.gaga.lowrank_dual.lowrank_svm_dual`), or by HiGHS
-    (:func:`highs_svm_dual`) where that gives up, and its sets are checked in the same way;
+    solved again (at most ``max_rounds`` times).  A low-rank ``Q = G G^T`` (its systems are
+    singular once more than ``rank Q + 1`` samples are guessed free) is solved first by the
+    warm-started active-set method in ``(w, b)`` coordinates
+    (:func:`~spl_bench.gaga.lowrank_dual.lowrank_svm_dual`) and its sets checked in the same
+    way; by HiGHS (:func:`highs_svm_dual`) where these give up;
     then :meth:`_active_set_qp` tries; ``None`` if all fail (the caller uses libsvm).
     The matrix depends on ``Z`` only, and during ACS only ``u`` changes from one
     iteration to the next while ``Z`` seldom does, so its factorisation is kept
@@ -268,8 +268,8 @@ class WeightedSVMDual:
     when it is warm-started from that solution.
     """
 
-    #: with a low-rank factor, try the warm-started active-set method in ``(w, b)`` coordinates
-    #: (:func:`~spl_bench.gaga.lowrank_dual.lowrank_svm_dual`) before HiGHS
+    #: with a low-rank factor, fit by the warm-started active-set method in ``(w, b)`` coordinates
+    #: (:func:`~spl_bench.gaga.lowrank_dual.lowrank_svm_dual`); false: guess-and-check, then HiGHS
     lowrank_first: bool = True
 
     def __init__(self, Q: Array, y: Array, tol: float = 1e-9, max_rounds: int = 30,
@@ -295,11 +295,11 @@ class WeightedSVMDual:
     def fit(self, u: Array, a0: Array) -> tuple[Array, float, Array] | None:
         """``(a, b, g)`` solving the dual with box ``[0, u]``, warm-started from ``a0``; or ``None``.
 
-        Guess-and-check from the sets of ``a0`` first; where it gives up, with a low-rank factor
-        the warm-started active-set method of :func:`~spl_bench.gaga.lowrank_dual.lowrank_svm_dual`
-        (from the same sets), else the QP solved by HiGHS, and the sets of their point checked
-        the same way (exact to the LU's precision); then the primal active-set method of
-        :meth:`_active_set_qp`.
+        With a low-rank factor (and ``lowrank_first``), the warm-started active-set method of
+        :func:`~spl_bench.gaga.lowrank_dual.lowrank_svm_dual` from the sets of ``a0``, its sets
+        then solved by guess-and-check (exact to the LU's precision); otherwise guess-and-check
+        from the sets of ``a0`` first.  Where these give up, the QP solved by HiGHS and its sets
+        checked the same way; then the primal active-set method of :meth:`_active_set_qp`.
         """
         self.n_fits += 1
         live = u > 0
@@ -308,13 +308,16 @@ class WeightedSVMDual:
             Z, P = last[1] & live, last[2] & live
         else:
             Z, P = self._sets_of(a0, u)
-        out = self._guess_and_check(u, Z, P)
+        lowrank = self.factor is not None and self.lowrank_first
+        # with a low-rank Q guess-and-check's systems turn singular once its guess frees more
+        # than rank Q + 1 samples, and it then spends its rounds before giving up: the active-set
+        # method (one set change at a time, never singular) finds the sets, checked below
+        out = None if lowrank else self._guess_and_check(u, Z, P)
         if out is not None:
             return out
         start = a0
         if self.factor is not None:
-            a_qp = (lowrank_svm_dual(self.factor, self.y, u, a0, Z, P, tol=self.tol)
-                    if self.lowrank_first else None)
+            a_qp = lowrank_svm_dual(self.factor, self.y, u, a0, Z, P, tol=self.tol) if lowrank else None
             if a_qp is not None:
                 self.n_lowrank += 1
             else:
