@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from scipy.linalg import LinAlgError
 
 from gaga_reference import svm_natural_residual
-from spl_bench.gaga.lowrank_dual import _FreeQR, lowrank_svm_dual
+from spl_bench.gaga.lowrank_dual import LowRankState, _FreeQR, lowrank_svm_dual
 
 
 def problem(seed: int, n: int, d: int, n_dup: int, collinear: bool, flip: float):
@@ -128,22 +128,26 @@ def test_free_set_triangular_solves_match_the_dense_solves_and_refuse_a_zero_piv
 @given(seed=st.integers(0, 2**16), n=st.integers(30, 200), d=st.integers(2, 20),
        n_dup=st.integers(0, 6), collinear=st.booleans(), C=st.sampled_from([0.1, 1.0, 10.0]))
 def test_compiled_loop_matches_the_numpy_reference(seed, n, d, n_dup, collinear, C):
-    """The compiled iteration (Givens-updated QR) and the NumPy one (scipy's ``qr_insert`` /
-    ``qr_delete``) from a cold start and three warm starts as in ACS: both certified optima
-    with the same ``w = G^T a`` (the dual point itself is not unique with duplicated samples)."""
+    """The compiled iteration (Givens-updated QR), also with the factorisation carried from fit
+    to fit (``LowRankState``), and the NumPy one (scipy's ``qr_insert`` / ``qr_delete``) from a
+    cold start and three warm starts as in ACS: all certified optima with the same
+    ``w = G^T a`` (the dual point itself is not unique with duplicated samples)."""
     X, y = problem(seed, n, d, n_dup, collinear, flip=0.2)
     G = y[:, None] * X
     rng = np.random.default_rng(seed + 3)
     u = C * np.clip(rng.uniform(-0.2, 1.2, y.size), 0.0, 1.0)
     a_prev, Z, P = np.zeros(y.size), np.zeros(y.size, dtype=bool), np.zeros(y.size, dtype=bool)
+    state = LowRankState()
     for _ in range(4):
         ref = lowrank_svm_dual(G, y, u, a_prev, Z, P, compiled=False)
         out = lowrank_svm_dual(G, y, u, a_prev, Z, P, compiled=True)
-        assert (ref is None) == (out is None)
+        carried = lowrank_svm_dual(G, y, u, a_prev, Z, P, compiled=True, state=state)
+        assert (ref is None) == (out is None) == (carried is None)
         if ref is None:
             return
-        assert certify(X, y, out, u, C) <= 1e-8
-        np.testing.assert_allclose(G.T @ out, G.T @ ref, atol=1e-9 * C * (1 + np.abs(G).sum(0).max()))
+        for a in (out, carried):
+            assert certify(X, y, a, u, C) <= 1e-8
+            np.testing.assert_allclose(G.T @ a, G.T @ ref, atol=1e-9 * C * (1 + np.abs(G).sum(0).max()))
         Z = (ref > 1e-8 * u) & (ref < (1 - 1e-8) * u)
         P = (u > 0) & ~Z & (ref >= (1 - 1e-8) * u)
         a_prev = ref

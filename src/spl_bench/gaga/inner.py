@@ -28,7 +28,7 @@ from spl_bench.gaga.linalg import (
     kkt_factor,
     kkt_matrix,
 )
-from spl_bench.gaga.lowrank_dual import lowrank_svm_dual
+from spl_bench.gaga.lowrank_dual import LowRankState, lowrank_svm_dual
 
 Array = NDArray[np.float64]
 
@@ -291,6 +291,7 @@ class WeightedSVMDual:
         self.n_fallbacks = 0
         self.n_highs = 0
         self.n_lowrank = 0
+        self._lowrank = LowRankState()  # carried between the low-rank fits (the free set's QR)
 
     def fit(self, u: Array, a0: Array) -> tuple[Array, float, Array] | None:
         """``(a, b, g)`` solving the dual with box ``[0, u]``, warm-started from ``a0``; or ``None``.
@@ -317,7 +318,8 @@ class WeightedSVMDual:
             return out
         start = a0
         if self.factor is not None:
-            a_qp = lowrank_svm_dual(self.factor, self.y, u, a0, Z, P, tol=self.tol) if lowrank else None
+            a_qp = (lowrank_svm_dual(self.factor, self.y, u, a0, Z, P, tol=self.tol, state=self._lowrank)
+                    if lowrank else None)
             if a_qp is not None:
                 self.n_lowrank += 1
             else:
@@ -343,7 +345,8 @@ class WeightedSVMDual:
             return None
         self.n_fits += 1
         none = np.zeros(u.size, dtype=bool)
-        a = lowrank_svm_dual(self.factor, self.y, u, np.zeros(u.size), none, none, tol=self.tol)
+        a = lowrank_svm_dual(self.factor, self.y, u, np.zeros(u.size), none, none, tol=self.tol,
+                             state=self._lowrank)
         if a is None:
             return None
         self.n_lowrank += 1

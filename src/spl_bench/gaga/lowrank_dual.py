@@ -132,7 +132,7 @@ def _checked(x: Array, info: int) -> Array:
 
 def lowrank_svm_dual(G: Array, y: Array, u: Array, a0: Array, Z: NDArray[np.bool_],
                      P: NDArray[np.bool_], tol: float = 1e-9, max_iter: int | None = None,
-                     compiled: bool = True) -> Array | None:
+                     compiled: bool = True, state: LowRankState | None = None) -> Array | None:
     """The dual ``min 1/2 ||G^T a||^2 - 1^T a``, ``0 <= a <= u``, ``y^T a = 0``, warm-started.
 
     Parameters
@@ -151,6 +151,10 @@ def lowrank_svm_dual(G: Array, y: Array, u: Array, a0: Array, Z: NDArray[np.bool
     compiled : bool
         Run the iteration in the compiled loop of :mod:`spl_bench.gaga.lowrank_dual_nb`
         (default), or in NumPy (:func:`_iterate`, the reference it is tested against).
+    state : LowRankState, optional
+        Carried from call to call on the same ``G`` (compiled loop only): the start's free set
+        is factorised by updating the previous optimum's factorisation where it differs by a
+        few samples, instead of a new pivoted QR.
 
     Returns
     -------
@@ -159,38 +163,95 @@ def lowrank_svm_dual(G: Array, y: Array, u: Array, a0: Array, Z: NDArray[np.bool
     """
     n, d = G.shape
     live = u > 0
-    C = np.column_stack([G, y])
+    if state is not None and state.G is G:
+        C = state.C
+    else:
+        C = np.ascontiguousarray(np.column_stack([G, y]), dtype=np.float64)
+        if state is not None:
+            state.reset(G, C)
     a = np.zeros(n)
     P = P & live
     a[P] = u[P]
     Zl = Z & live & ~P
     a[Zl] = np.clip(a0[Zl], 0.0, u[Zl])
     at_u = P.copy()
-    fq = _FreeQR(C)
-    for k in fq.build(np.flatnonzero(Zl)):  # the free start: the independent columns of Z;
-        if a[k] > 0.5 * u[k]:  # the others to the nearer bound (the first step restores y^T a = 0)
-            a[k], at_u[k] = u[k], True
-        else:
-            a[k] = 0.0
-    if compiled:
-        return _iterate_compiled(G, y, C, u, live, a, at_u, fq, tol, max_iter or 20 * n)
-    return _iterate(G, y, u, live, a, at_u, fq, tol, max_iter or 20 * n)
-
-
-def _iterate_compiled(G: Array, y: Array, C: Array, u: Array, live: NDArray[np.bool_], a: Array,
-                      at_u: NDArray[np.bool_], fq: _FreeQR, tol: float, max_iter: int) -> Array | None:
-    """The iteration by :func:`spl_bench.gaga.lowrank_dual_nb.iterate` from ``fq``'s free set."""
-    dim = fq.dim
-    R = np.zeros((dim, dim))
-    R[:, : fq.m] = fq.R[:, : fq.m]
-    F = np.zeros(dim, dtype=np.int64)
-    F[: fq.m] = fq.idx
-    code, _ = nb.iterate(np.ascontiguousarray(G, dtype=np.float64), np.ascontiguousarray(y, dtype=np.float64),
-                         np.ascontiguousarray(C), np.ascontiguousarray(u, dtype=np.float64), live, a, at_u,
-                         np.ascontiguousarray(fq.Q), R, F, fq.m, float(tol), int(max_iter))
+    cand = np.flatnonzero(Zl)
+    start = state.start(cand) if compiled and state is not None else None
+    if start is None:
+        fq = _FreeQR(C)
+        for k in fq.build(cand):  # the free start: the independent columns of Z;
+            if a[k] > 0.5 * u[k]:  # the others to the nearer bound (the first step restores y^T a = 0)
+                a[k], at_u[k] = u[k], True
+            else:
+                a[k] = 0.0
+        if not compiled:
+            return _iterate(G, y, u, live, a, at_u, fq, tol, max_iter or 20 * n)
+        R = np.zeros((fq.dim, fq.dim))
+        R[:, : fq.m] = fq.R[:, : fq.m]
+        F = np.zeros(fq.dim, dtype=np.int64)
+        F[: fq.m] = fq.idx
+        start = (np.ascontiguousarray(fq.Q), R, F, fq.m, 0)
+    Q, R, F, m, updates = start
+    code, m, updates = nb.iterate(np.ascontiguousarray(G, dtype=np.float64), np.ascontiguousarray(y, dtype=np.float64),
+                                  C, np.ascontiguousarray(u, dtype=np.float64), live, a, at_u, Q, R, F, m,
+                                  float(tol), int(max_iter or 20 * n), updates)
+    if state is not None:
+        state.keep((Q, R, F, m, updates) if code == nb.OPTIMUM else None)
     if code == nb.SINGULAR:
         raise LinAlgError("singular triangular factor of the free columns")
     return a if code == nb.OPTIMUM else None
+
+
+class LowRankState:
+    """What :func:`lowrank_svm_dual` carries from one call to the next on the same ``G``: the
+    columns ``C = [G, y]`` and the QR factorisation of the latest optimum's free set.
+
+    In ACS the free set of one fit's optimum is, up to a few samples, the start of the next;
+    :meth:`start` updates the carried factorisation to it (Givens removals, appends checked for
+    independence) instead of a pivoted QR of all its columns.  Where an appended column depends
+    on the others, or the sets differ by more than ``max_new`` new samples, it declines, and
+    the pivoted QR chooses the independent subset, as without a state.
+    """
+
+    max_new = 16
+
+    def __init__(self) -> None:
+        self.G: Array | None = None
+        self.C: Array = np.zeros((0, 0))
+        self._end: tuple | None = None  # (Q, R, F, m, updates) of the latest optimum
+
+    def reset(self, G: Array, C: Array) -> None:
+        self.G, self.C, self._end = G, C, None
+
+    def keep(self, end: tuple | None) -> None:
+        self._end = end
+
+    def start(self, cand: NDArray[np.intp]) -> tuple | None:
+        """``(Q, R, F, m, updates)`` factorising the columns ``cand`` (all of them), or ``None``."""
+        if self._end is None:
+            return None
+        Q, R, F, m, updates = self._end
+        self._end = None  # updated in place below: not reusable whatever the outcome
+        prev = F[:m]
+        keep = np.isin(prev, cand)
+        new = cand[~np.isin(cand, prev)]
+        if new.size > self.max_new:
+            return None
+        for pos in np.flatnonzero(~keep)[::-1]:
+            nb._delete(Q, R, m, int(pos))
+            F[pos:m - 1] = F[pos + 1:m]
+            m -= 1
+            updates += 1
+        C = self.C
+        for k in new:
+            t = Q.T @ C[k]
+            if not (m < Q.shape[0] and np.linalg.norm(t[m:]) > 1e-9 * max(np.linalg.norm(C[k]), 1e-300)):
+                return None  # dependent: the pivoted QR chooses
+            nb._insert(Q, R, m, C[k].copy())
+            F[m] = k
+            m += 1
+            updates += 1
+        return Q, R, F, m, updates
 
 
 def _iterate(G: Array, y: Array, u: Array, live: NDArray[np.bool_], a: Array, at_u: NDArray[np.bool_],

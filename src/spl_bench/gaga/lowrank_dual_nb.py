@@ -163,9 +163,10 @@ def _leave(Q: np.ndarray, R: np.ndarray, F: np.ndarray, in_F: np.ndarray, m: int
 @njit(cache=True)
 def iterate(G: np.ndarray, y: np.ndarray, C: np.ndarray, u: np.ndarray, live: np.ndarray,
             a: np.ndarray, at_u: np.ndarray, Q: np.ndarray, R: np.ndarray, F: np.ndarray, m: int,
-            tol: float, max_iter: int) -> tuple[int, int]:
-    """Run the active-set iteration from the free set ``F[:m]`` (factorised as ``Q R``) and the
-    bounds ``a``, ``at_u``, updating all of them in place; return ``(exit code, m)``."""
+            tol: float, max_iter: int, updates: int) -> tuple[int, int, int]:
+    """Run the active-set iteration from the free set ``F[:m]`` (factorised as ``Q R``, after
+    ``updates`` updates) and the bounds ``a``, ``at_u``, updating all of them in place; return
+    ``(exit code, m, updates)``."""
     n, d = G.shape
     dim = d + 1
     w = G.T @ a
@@ -177,7 +178,6 @@ def iterate(G: np.ndarray, y: np.ndarray, C: np.ndarray, u: np.ndarray, live: np
     scale_u = max(umax, 1e-300)
     tol_a = tol * scale_u
     eps = 1e-14 * scale_u
-    updates = 0
     in_F = np.zeros(n, dtype=np.bool_)
     for i in range(m):
         in_F[F[i]] = True
@@ -193,23 +193,23 @@ def iterate(G: np.ndarray, y: np.ndarray, C: np.ndarray, u: np.ndarray, live: np
                 r[i] = 1.0 - G[F[i]] @ w
             h, ok = _triangular_solve(R, m, r, True)
             if not ok:
-                return SINGULAR, m
+                return SINGULAR, m, updates
             qq = 0.0
             qh = 0.0
             for i in range(m):
                 qq += Q[d, i] * Q[d, i]
                 qh += Q[d, i] * h[i]
             if qq <= 1e-300:
-                return GAVE_UP, m
+                return GAVE_UP, m, updates
             b = (qh + s * (1.0 - qq)) / qq
             c = np.empty(m)
             for i in range(m):
                 c[i] = h[i] - Q[d, i] * (b + s)
             p, ok = _triangular_solve(R, m, c, False)
             if not ok:
-                return SINGULAR, m
+                return SINGULAR, m, updates
             if not (np.all(np.isfinite(p)) and np.isfinite(b)):
-                return GAVE_UP, m
+                return GAVE_UP, m, updates
             for i in range(m):
                 if abs(p[i]) <= eps:
                     p[i] = 0.0
@@ -242,7 +242,7 @@ def iterate(G: np.ndarray, y: np.ndarray, C: np.ndarray, u: np.ndarray, live: np
                 if score > best:
                     k, best = i, score
             if k < 0 or not np.isfinite(best):
-                return GAVE_UP, m
+                return GAVE_UP, m, updates
             at_u[k] = False
             m = _join(Q, R, C, F, in_F, m, k)
             updates += 1
@@ -289,8 +289,8 @@ def iterate(G: np.ndarray, y: np.ndarray, C: np.ndarray, u: np.ndarray, live: np
                 for i in range(m):
                     worst = max(worst, abs(g0[F[i]] - y[F[i]] * b))
                 if worst > tol or abs(s) > tol_a:
-                    return GAVE_UP, m
-            return OPTIMUM, m
+                    return GAVE_UP, m, updates
+            return OPTIMUM, m, updates
         sigma = -1.0 if at_u[k] else 1.0
         at_u[k] = False
         t = Q.T @ C[k]
@@ -304,7 +304,7 @@ def iterate(G: np.ndarray, y: np.ndarray, C: np.ndarray, u: np.ndarray, live: np
         # c_k in the span of the free columns: a direction that keeps w and y^T a, down by g_k
         dF, ok = _triangular_solve(R, m, t[:m].copy(), False)
         if not ok:
-            return SINGULAR, m
+            return SINGULAR, m, updates
         big = 0.0
         for i in range(m):
             dF[i] = -sigma * dF[i]
@@ -324,4 +324,4 @@ def iterate(G: np.ndarray, y: np.ndarray, C: np.ndarray, u: np.ndarray, live: np
             m = _join(Q, R, C, F, in_F, _leave(Q, R, F, in_F, m, j), k)
             updates += 2
         s = float(y @ a)
-    return LIMIT, m
+    return LIMIT, m, updates
