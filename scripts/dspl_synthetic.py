@@ -6,7 +6,9 @@
 
 Writes tidy CSVs, markdown tables and figures under ``results/dspl/`` (``--out``).
 Metric: ``||w_hat - w*||_2``.  DSPL runs on the serial backend here (it gives the same
-numbers as Dask, see tests/test_dspl.py); RLHH and DRLR are not implemented (docs/dspl.md).
+numbers as Dask, see tests/test_dspl.py).  RLHH runs on each batch and averages the batch
+coefficients (the paper's baseline); DRLR fits each batch and averages its majority clique
+(docs/dspl.md).
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ import pandas as pd
 
 from spl_bench.data.synthetic import SyntheticRegression, corrupted_batch_rates, make_dspl_regression
 from spl_bench.methods.dspl import dspl_solve
-from spl_bench.methods.robust_regression import spl_hard_path, torrent_fc
+from spl_bench.methods.robust_regression import drlr, rlhh_batches, spl_hard_path, torrent_fc
 
-METHODS = ("TORR", "TORR25", "SPL", "DSPL")
+METHODS = ("TORR", "TORR25", "RLHH", "DRLR", "SPL", "DSPL")
 
 
 def fit_all(d: SyntheticRegression, beta: float, seed: int) -> dict[str, tuple[np.ndarray, float]]:
@@ -41,6 +43,8 @@ def fit_all(d: SyntheticRegression, beta: float, seed: int) -> dict[str, tuple[n
     timed("TORR", lambda: torrent_fc(d.X, d.y, min(beta, cap))[0])
     beta25 = min(beta * rng.uniform(0.75, 1.25), cap)
     timed("TORR25", lambda: torrent_fc(d.X, d.y, beta25)[0])
+    timed("RLHH", lambda: rlhh_batches(d.batches())[0])  # per batch, then the mean (paper 5.1)
+    timed("DRLR", lambda: drlr(d.batches())[0])
     timed("SPL", lambda: spl_hard_path(d.X, d.y, lam0=1.0, tau=1.0, mu=1.1)[0][-1])
     timed("DSPL", lambda: dspl_solve(d.batches(), lam0=0.1, tau=1.0, mu=1.1).z)
     return out
