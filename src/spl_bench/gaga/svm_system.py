@@ -277,6 +277,12 @@ class SVMSystem(PathSystem):
         if self.G is not None and self.im.size > self.G.shape[1] + 1:
             # linear kernel: the order |E_Z| + 1 + d system of LowRankSVMFactor (dense when singular)
             c, Jl = self._mixed_terms(theta, lam)
+            # the small system depends on the point only through c (with the linear SP
+            # c = -C^2 / lam on every M row: the same at every point of one age, e.g. through
+            # the iterations of a Newton polish): its factor is kept while c is unchanged
+            memo = self._cache.get("lowrank_factor")
+            if memo is not None and np.array_equal(memo[0], c):
+                return memo[1], Jl
             Gf, nz = self._Gfree()[0], self.iz.size
             parts = (Gf[:nz], Gf[nz:], self.y[self.iz], self.y[self.im], c)
             hint = self._merge_hint()
@@ -297,6 +303,7 @@ class SVMSystem(PathSystem):
             else:  # singular: more than d + 1 margin samples
                 f = LowRankSVMFactor.make_singular(*parts)
             if f is not None:
+                self._cache["lowrank_factor"] = (c.copy(), f)
                 return f, Jl
             return super().factor(theta, lam)
         if self.iz.size < SCHUR_MIN_Z:  # small systems: one dense LU costs less than the bookkeeping
