@@ -237,19 +237,16 @@ class LowRankState:
         new = cand[~np.isin(cand, prev)]
         if new.size > self.max_new:
             return None
-        for pos in np.flatnonzero(~keep)[::-1]:
-            nb._delete(Q, R, m, int(pos))
-            F[pos:m - 1] = F[pos + 1:m]
-            m -= 1
-            updates += 1
         C = self.C
+        in_F = np.zeros(C.shape[0], dtype=bool)  # the compiled loop's membership mask, rebuilt there
+        for pos in np.flatnonzero(~keep)[::-1]:
+            m = nb._leave(Q, R, F, in_F, m, int(pos))
+            updates += 1
         for k in new:
             t = Q.T @ C[k]
             if not (m < Q.shape[0] and np.linalg.norm(t[m:]) > 1e-9 * max(np.linalg.norm(C[k]), 1e-300)):
                 return None  # dependent: the pivoted QR chooses
-            nb._insert(Q, R, m, C[k].copy())
-            F[m] = k
-            m += 1
+            m = nb._join(Q, R, C, F, in_F, m, int(k))
             updates += 1
         return Q, R, F, m, updates
 

@@ -164,7 +164,7 @@ def torrent_fc(
     prev = np.inf
     w = np.zeros(p)
     for it in range(1, int(max_iter) + 1):
-        w = np.linalg.lstsq(X[S], y[S], rcond=None)[0]
+        w = _lstsq(X[S], y[S], "Torrent")
         r = y - X @ w
         S_new = hard_threshold(r, k)
         res = float(np.linalg.norm(r[S_new]))
@@ -474,15 +474,17 @@ def rlhh_batches(
     """
     if len(batches) < 1:
         raise ConfigError("RLHH needs at least one batch")
+    B, infos = _fit_batches(batches, heuristic, tol, max_iter)
+    return B.mean(axis=0), {"batch_coefs": B, "batch_info": infos}
+
+
+def _fit_batches(batches: Sequence[tuple[Array, Array]], heuristic: str, tol: float, max_iter: int
+                 ) -> tuple[Array, list[dict[str, Any]]]:
+    """:func:`rlhh` on every batch: the ``(m, p)`` coefficients and the per-batch ``info``."""
     fits = [rlhh(X_i, y_i, heuristic, tol, max_iter) for X_i, y_i in batches]
-    _same_p(fits)
-    B = np.array([w for w, _ in fits])
-    return B.mean(axis=0), {"batch_coefs": B, "batch_info": [info for _, info in fits]}
-
-
-def _same_p(fits: list[tuple[Array, dict[str, Any]]]) -> None:
     if len({w.shape for w, _ in fits}) != 1:
         raise DataError("every batch must have the same number of features")
+    return np.array([w for w, _ in fits]), [info for _, info in fits]
 
 
 def majority_clique(B: Array) -> tuple[NDArray[np.int64], int, float]:
@@ -531,13 +533,10 @@ def drlr(
     """
     if len(batches) < 1:
         raise ConfigError("DRLR needs at least one batch")
-    fits = [rlhh(X_i, y_i, "descending", tol, max_iter) for X_i, y_i in batches]
-    _same_p(fits)
-    B = np.array([w for w, _ in fits])
+    B, infos = _fit_batches(batches, "descending", tol, max_iter)
     clique, centre, radius = majority_clique(B)
     w = B[clique].mean(axis=0)
-    return w, {"batch_coefs": B, "clique": clique, "centre": centre, "radius": radius,
-               "batch_info": [info for _, info in fits]}
+    return w, {"batch_coefs": B, "clique": clique, "centre": centre, "radius": radius, "batch_info": infos}
 
 
 def _regression_batches(est: SPLEstimator, X: Array, y: Array) -> list[tuple[Array, Array]]:
