@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from spl_bench.errors import SplBenchError
 from spl_bench.runner import reproduce as rp
@@ -37,6 +38,9 @@ def main() -> int:
     ap.add_argument("--slurm-partition", default=None, help="with --executor submitit: run on this SLURM partition")
     ap.add_argument("--max-cell-seconds", type=float, default=None,
                     help="give a cell no new seed once its measured seconds per run exceed this (reduced runs)")
+    ap.add_argument("--checkpoint-dir", default="runs/checkpoints",
+                    help="GAGA runs save their path's state here every 10 min and a rerun resumes from it "
+                         "('none': no checkpoints)")
     ap.add_argument("--plan", action="store_true", help="print every cell: runs done / left and an ETA; run nothing")
     ap.add_argument("--report-only", action="store_true", help="write the tables from the committed rows; run nothing")
     ap.add_argument("--variant", default="", choices=["", *rp.VARIANTS],
@@ -59,8 +63,13 @@ def main() -> int:
                     print(line)
                 return 0
             slurm = {"slurm_partition": args.slurm_partition} if args.slurm_partition else None
+            ckpt = None if args.checkpoint_dir.lower() == "none" else Path(args.checkpoint_dir)
+            if ckpt is not None and not ckpt.is_absolute():
+                from spl_bench.paths import repo_root
+
+                ckpt = repo_root() / ckpt
             failures = rp.run_tables(states, runs, args.jobs, args.executor, args.max_cell_seconds, slurm,
-                                     log=rp.log_line)  # fmt: skip
+                                     log=rp.log_line, checkpoint_dir=ckpt)  # fmt: skip
             for label, why in failures.items():
                 print(f"failed: {label}: {why}", file=sys.stderr)
         from spl_bench.paths import repo_root

@@ -48,6 +48,22 @@ def test_cell_hash_is_the_runners(tmp_path, data_dir):
         assert got[metric] == pytest.approx(value, rel=1e-12)
 
 
+def test_checkpoint_override_reaches_gaga_and_leaves_the_hash_alone(tmp_path):
+    """GAGA cells get the checkpoint directory (the other methods have no such setting), and the
+    config hash, which decides which committed rows a cell owns, does not change with it."""
+    from spl_bench.runner import app
+
+    gaga = rp.Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=gaga"))
+    acs = rp.Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=acs"))
+    assert rp.run_only_overrides(acs, tmp_path) == ()
+    assert rp.run_only_overrides(gaga, None) == ()
+    extra = rp.run_only_overrides(gaga, tmp_path)
+    cfg = rp.compose_cell(gaga, extra)
+    assert rp.cell_hash(cfg) == rp.cell_hash(rp.compose_cell(gaga))
+    est = app.estimator_factory(cfg)()
+    assert est.get_params()["checkpoint_dir"] == str(tmp_path.resolve())
+
+
 def test_sweep_resumes_from_committed_rows(tmp_path, data_dir):
     cell = rp.Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=original"))
     states = rp.cell_states([cell], tmp_path)

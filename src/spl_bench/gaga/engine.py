@@ -28,6 +28,7 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,7 @@ from scipy.integrate import BDF, DOP853, LSODA, RK45, OdeSolver
 from scipy.optimize import brentq
 from threadpoolctl import threadpool_limits
 
+from spl_bench.gaga import checkpoint
 from spl_bench.gaga.acs_skip import AffineSkip
 from spl_bench.gaga.continuation import PredictorCorrector
 from spl_bench.gaga.glm_system import GLMSystem
@@ -84,6 +86,15 @@ class EngineOptions:
     # SP), creeping iterations are skipped by extrapolating its dominant mode up to just before
     # the first set change (Tracker.acs_skip_ahead); False: every ACS iteration is computed
     acs_skip: bool = True
+    # directory of checkpoint files: the path's state is saved there every ``checkpoint_every``
+    # seconds (between segments) and a later call with the same inputs resumes from it
+    # (:func:`age_path`); None: no checkpoints
+    checkpoint_dir: str | None = None
+    checkpoint_every: float = 600.0
+
+
+#: options that do not change the path (left out of the checkpoint key)
+_RUN_ONLY_OPTIONS = ("checkpoint_dir", "checkpoint_every", "blas_threads")
 
 
 @dataclass
@@ -241,6 +252,11 @@ class _Tracker:
         self.n_retaken_steps = 0  # steps retaken shorter: no partial optimum at their end
         self.n_acs_skips = 0  # affine extrapolations in warm starts (acs_skip_ahead)
         self.n_acs_skipped = 0  # ACS iterations they skipped (a jump to a piece's fixed point: not counted)
+        self.n_resumes = 0  # times the computation was resumed from a checkpoint (age_path)
+        # the segment loop's position (follow): age reached, latest event age, repeats at that age
+        self.lam = -np.inf
+        self.last_event = -np.inf
+        self.repeats = 0
         self.last_factor: AnyFactor | None = None  # factorised J of the latest rhs evaluation
         self.last_sign = 0.0  # its sign of det J
         # ((lam, sets version), theta, rhs) of the latest rhs evaluation
@@ -472,8 +488,8 @@ class _Tracker:
         return bool(np.all(h_after >= -1e-3 * eps * sysm.event_scale(lam + eps)))
 
     # ----------------------------------------------------------------- main
-    def run(self, lam_min: float, lam_max: float, init: Params | None) -> None:
-        o = self.o
+    def start(self, lam_min: float, init: Params | None) -> None:
+        """The first point: ACS's partial optimum at ``lam_min``."""
         if init is None:
             init = self.sys.initial_fit()
         # the start is ACS's own partial optimum (a polish straight from the v = 1 fit can
@@ -481,23 +497,31 @@ class _Tracker:
         self.warm_start(lam_min, init, polish_first=False)
         self.n_restarts = 0
         self.record(lam_min, "start")
-        lam = lam_min
-        last_event = -np.inf
-        repeats = 0
-        while lam < lam_max and len(self.events) < o.max_events:
-            lam = self.segment(lam, lam_max)
+        self.lam = lam_min
+        self.last_event = -np.inf
+        self.repeats = 0
+
+    def follow(self, lam_max: float, after_segment: Callable[[], None] | None = None) -> None:
+        """Segment after segment from ``self.lam`` to ``lam_max``; ``after_segment`` is called
+        between two segments (the checkpoints of :func:`age_path`)."""
+        o = self.o
+        while self.lam < lam_max and len(self.events) < o.max_events:
+            lam = self.segment(self.lam, lam_max)
             self.report(min(lam, lam_max), force=True)
             if self.events:
                 ev = self.events[-1]["lam"]
-                repeats = repeats + 1 if ev - last_event <= 1e-12 * max(1.0, ev) else 0
-                last_event = ev
-                if repeats > 20:  # chattering between sets: force progress with a warm start
+                self.repeats = self.repeats + 1 if ev - self.last_event <= 1e-12 * max(1.0, ev) else 0
+                self.last_event = ev
+                if self.repeats > 20:  # chattering between sets: force progress with a warm start
                     before = self.sys.params()
                     lam = min(lam + o.delta * max(1.0, lam), lam_max)
                     self.warm_start(lam, before)
                     self.seg += 1
                     self.record(lam, "after")
-                    repeats = 0
+                    self.repeats = 0
+            self.lam = lam
+            if after_segment is not None and self.lam < lam_max:
+                after_segment()
 
     def report(self, lam: float, force: bool = False) -> None:
         """Call ``progress`` with the furthest age reached and the critical points so far.
@@ -925,7 +949,10 @@ def age_path(
     init : Params, optional
         Starting point for the ACS solve at ``lam_min`` (default: the model with v = 1).
     options : EngineOptions, optional
-        Tolerances and step limits.
+        Tolerances and step limits.  With ``checkpoint_dir`` the computation saves its state
+        there every ``checkpoint_every`` seconds and a call with the same inputs resumes from
+        it (:mod:`spl_bench.gaga.checkpoint`; ``meta["n_resumes"]``, and ``meta["time_s"]``
+        includes the time before the checkpoint).
     progress : callable, optional
         Called after every segment with the age reached and the number of critical
         points so far (a progress bar: ``spl-bench path``).
@@ -967,15 +994,43 @@ def age_path(
     X_path = X if groups is None else np.ascontiguousarray(X[:, groups.keep])
     if groups is not None and init is not None and init.coef is not None:
         init = Params(coef=groups.reduce(np.asarray(init.coef, dtype=float)), intercept=init.intercept)
-    system = make_system(mdl, spr, X_path, y)
-    if isinstance(system, SVMSystem) and not opts.svm_active_set:
-        system.dual_solver = None
-    tr = _Tracker(system, mdl, spr, X_path, y, opts)
+    file: Path | None = None
+    saved: dict[str, Any] | None = None
+    if opts.checkpoint_dir is not None:
+        inputs = {"model": mdl.name, "model_params": mdl.get_params(), "sp": spr.name,
+                  "sp_params": spr.get_params(), "lam_range": [lam_min, lam_max],
+                  "init": None if init is None else [np.asarray(init.coef), float(init.intercept)]}
+        key = checkpoint.checkpoint_key(X, y, inputs, opts, _RUN_ONLY_OPTIONS)
+        file = checkpoint.checkpoint_file(opts.checkpoint_dir, key)
+        saved = checkpoint.load(file, key)
+    if saved is not None:
+        tr = saved["tracker"]
+        tr.n_resumes += 1
+        tr._progress_next = -np.inf  # a time of the process that saved it
+        system = tr.sys
+    else:
+        system = make_system(mdl, spr, X_path, y)
+        if isinstance(system, SVMSystem) and not opts.svm_active_set:
+            system.dual_solver = None
+        tr = _Tracker(system, mdl, spr, X_path, y, opts)
     tr.progress = progress
-    t0 = time.perf_counter()
+    # time_s counts the time before the checkpoint this call resumed from
+    t0 = time.perf_counter() - (saved["elapsed"] if saved is not None else 0.0)
+    last_save = time.monotonic()
+
+    def after_segment() -> None:
+        nonlocal last_save
+        if file is not None and time.monotonic() - last_save >= opts.checkpoint_every:
+            checkpoint.save(file, key, tr, time.perf_counter() - t0)
+            last_save = time.monotonic()
+
     # many small dense solves: one BLAS thread is faster, and much faster on a loaded machine
     with threadpool_limits(limits=opts.blas_threads, user_api="blas"):
-        tr.run(lam_min, lam_max, init)
+        if saved is None:
+            tr.start(lam_min, init)
+        tr.follow(lam_max, after_segment)
+    if file is not None:
+        file.unlink(missing_ok=True)
     meta = {
         "model": mdl.name,
         "model_params": {k: v for k, v in mdl.get_params().items()},
@@ -985,6 +1040,8 @@ def age_path(
         "n_samples": int(X.shape[0]),
         "n_features": int(X.shape[1]),
         "time_s": time.perf_counter() - t0,
+        "time_before_resume_s": saved["elapsed"] if saved is not None else 0.0,
+        "n_resumes": tr.n_resumes,
         "n_solver_steps": tr.n_steps,
         "n_rhs": tr.n_rhs,
         "n_singular": tr.n_singular,

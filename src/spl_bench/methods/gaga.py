@@ -51,6 +51,12 @@ class GAGA(SPLEstimator):
         SVM with the linear or hard SP: creeping ACS iterations of the warm starts, where the
         ACS map is affine and no set changes, are skipped by extrapolation (the same critical
         points; ``docs/gaga.md``); ``False``: every iteration is computed.
+    checkpoint_dir : str, optional
+        Save the path's state there every ``checkpoint_every`` seconds; a fit on the same data
+        with the same parameters resumes from it (a path longer than a session:
+        :mod:`spl_bench.gaga.checkpoint`).  Does not change the path.
+    checkpoint_every : float
+        Seconds between two checkpoints.
     """
 
     def __init__(
@@ -71,6 +77,8 @@ class GAGA(SPLEstimator):
         acs_extrapolate: bool = False,
         svm_active_set: bool = True,
         acs_skip: bool = True,
+        checkpoint_dir: str | None = None,
+        checkpoint_every: float = 600.0,
     ) -> None:
         super().__init__(model=model, model_params=model_params, sp=sp, sp_params=sp_params)
         self.lam_min = lam_min
@@ -85,6 +93,8 @@ class GAGA(SPLEstimator):
         self.acs_extrapolate = acs_extrapolate
         self.svm_active_set = svm_active_set
         self.acs_skip = acs_skip
+        self.checkpoint_dir = checkpoint_dir
+        self.checkpoint_every = checkpoint_every
 
     def _fit(self, X: Array, y: Array) -> None:
         lam_min = check_positive("lam_min", self.lam_min)
@@ -94,7 +104,9 @@ class GAGA(SPLEstimator):
         opts = EngineOptions(method=str(self.ode_method), rtol=float(self.rtol), atol=float(self.atol),
                              max_step=float(self.max_step), delta=check_positive("jump_delta", self.jump_delta),
                              acs_extrapolate=bool(self.acs_extrapolate),
-                             svm_active_set=bool(self.svm_active_set), acs_skip=bool(self.acs_skip))
+                             svm_active_set=bool(self.svm_active_set), acs_skip=bool(self.acs_skip),
+                             checkpoint_dir=None if self.checkpoint_dir is None else str(self.checkpoint_dir),
+                             checkpoint_every=check_positive("checkpoint_every", self.checkpoint_every))
 
         interval, next_at = engine.PROGRESS_INTERVAL, -np.inf
 
@@ -109,6 +121,7 @@ class GAGA(SPLEstimator):
         path = age_path(X, y, model=self.model_, sp=self._make_sp(), lam_range=(lam_min, lam_max),
                         options=opts, progress=report if hooked else None)
         self.path_ = path
+        self.time_before_resume_ = float(path.meta["time_before_resume_s"])
         k = len(path)
         keep = np.zeros(k, dtype=bool)
         keep[path.point_kind != "step"] = True
@@ -150,6 +163,7 @@ class GAGA(SPLEstimator):
             "n_critical_jump": cc["jump"],
             "n_path_points": len(self.path_),
             "path_time_s": float(self.path_.meta["time_s"]),
+            "n_resumes": int(self.path_.meta["n_resumes"]),
             "n_solver_steps": int(self.path_.meta["n_solver_steps"]),
             "n_failed_warm_starts": int(self.path_.meta["n_failed_warm_starts"]),
         }

@@ -137,12 +137,17 @@ def check_task(cfg: DictConfig, ds: Dataset) -> None:
         )
 
 
+#: method settings that do not change the numbers (where a long fit saves its state)
+RUN_ONLY_METHOD_KEYS = ("checkpoint_dir", "checkpoint_every")
+
+
 def identity(cfg: DictConfig) -> dict[str, Any]:
     """The part of the config that determines the numbers (hashed for resuming)."""
     keys = ("data", "noise", "model", "sp", "method", "protocol")
     ident = {k: _plain(cfg[k]) for k in keys}
     ident["protocol"] = {k: v for k, v in ident["protocol"].items() if k != "n_runs"}
     ident["data"] = {k: v for k, v in ident["data"].items() if k != "root"}
+    ident["method"] = {k: v for k, v in ident["method"].items() if k not in RUN_ONLY_METHOD_KEYS}
     return ident
 
 

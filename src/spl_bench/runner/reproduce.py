@@ -315,10 +315,20 @@ def pending_tasks(states: list[CellState], runs: int, max_cell_seconds: float | 
     return tasks
 
 
+def run_only_overrides(cell: Cell, checkpoint_dir: Path | None) -> tuple[str, ...]:
+    """Overrides that change how a run is computed, not its numbers (nor the config hash): GAGA
+    paths save checkpoints under ``checkpoint_dir`` and a rerun resumes from them."""
+    if checkpoint_dir is None or _method_of(cell) != "gaga":
+        return ()
+    return (f"method.checkpoint_dir={Path(checkpoint_dir).resolve()}",)
+
+
 def _execute(
-    tasks: list[tuple[Cell, int]], jobs: int, executor: str, slurm: dict[str, Any] | None
+    tasks: list[tuple[Cell, int]], jobs: int, executor: str, slurm: dict[str, Any] | None,
+    checkpoint_dir: Path | None = None,
 ) -> Iterator[tuple[Cell, int, list[dict[str, Any]] | BaseException]]:
     """Run the tasks; yield each (cell, seed, rows or the exception) as it finishes."""
+    extras = [run_only_overrides(c, checkpoint_dir) for c, _ in tasks]
 
     if executor == "submitit":
         import submitit
@@ -327,7 +337,7 @@ def _execute(
         ex = submitit.AutoExecutor(folder=str(folder), cluster=None if slurm else "local")
         ex.update_parameters(timeout_min=int((slurm or {}).get("timeout_min", 240)), cpus_per_task=1,
                              **{k: v for k, v in (slurm or {}).items() if k != "timeout_min"})  # fmt: skip
-        jobs_ = ex.map_array(_guarded_task, [c for c, _ in tasks], [s for _, s in tasks])
+        jobs_ = ex.map_array(_guarded_task, [c for c, _ in tasks], [s for _, s in tasks], extras)
         pending = list(jobs_)
         while pending:
             for job in [j for j in pending if j.done()]:
@@ -336,18 +346,19 @@ def _execute(
             time.sleep(2)
         return
     if jobs <= 1:
-        for cell, seed in tasks:
-            yield _guarded_task(cell, seed)
+        for (cell, seed), extra in zip(tasks, extras, strict=True):
+            yield _guarded_task(cell, seed, extra)
         return
     from joblib import Parallel, delayed
 
     par = Parallel(n_jobs=jobs, return_as="generator_unordered", batch_size=1)
-    yield from par(delayed(_guarded_task)(cell, seed) for cell, seed in tasks)
+    yield from par(delayed(_guarded_task)(cell, seed, extra) for (cell, seed), extra in zip(tasks, extras, strict=True))
 
 
-def _guarded_task(cell: Cell, seed: int) -> tuple[Cell, int, list[dict[str, Any]] | BaseException]:
+def _guarded_task(cell: Cell, seed: int, extra: tuple[str, ...] = ()
+                  ) -> tuple[Cell, int, list[dict[str, Any]] | BaseException]:
     try:
-        return cell, seed, run_seed(cell, seed)
+        return cell, seed, run_seed(cell, seed, extra)
     except Exception as exc:  # reported by the parent, the sweep goes on
         return cell, seed, exc
 
@@ -361,10 +372,13 @@ def run_tables(
     slurm: dict[str, Any] | None = None,
     log: Callable[[str], None] = print,
     root: Path | None = None,
+    checkpoint_dir: Path | None = None,
 ) -> dict[str, str]:
     """Run every missing seed; write each seed's rows as it finishes. Returns failures by cell.
 
     ``root``: the rows folder (default ``results/rows``; the states' files must lie below it).
+    ``checkpoint_dir``: GAGA runs save their path's state there and resume from it
+    (:func:`run_only_overrides`).
     """
     tasks = pending_tasks(states, runs, max_cell_seconds)
     by_cell = {st.cell: st for st in states}
@@ -372,7 +386,7 @@ def run_tables(
     failures: dict[str, str] = {}
     t0 = time.perf_counter()
     log(f"{len(tasks)} runs to do in {len({c for c, _ in tasks})} cells, {jobs} job(s)")
-    for i, (cell, seed, result) in enumerate(_execute(tasks, jobs, executor, slurm), start=1):
+    for i, (cell, seed, result) in enumerate(_execute(tasks, jobs, executor, slurm, checkpoint_dir), start=1):
         elapsed = time.perf_counter() - t0
         if isinstance(result, BaseException):
             failures[cell.label] = f"{type(result).__name__}: {result}".splitlines()[0][:300]

@@ -1,0 +1,117 @@
+"""Checkpointed age-paths (gaga/checkpoint.py): a path interrupted and resumed from its last
+checkpoint equals the path computed in one go, bit for bit."""
+
+from __future__ import annotations
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+
+from spl_bench.gaga import EngineOptions, age_path
+from spl_bench.gaga.checkpoint import checkpoint_file
+
+
+class Interrupt(Exception):
+    """Stands for a session ending in the middle of a path."""
+
+
+def _problem(model: str) -> tuple[np.ndarray, np.ndarray, dict]:
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(80, 5))
+    if model == "lasso":
+        y = X[:, 0] + 0.1 * rng.normal(size=80)
+        y[:10] += 5.0  # outliers: samples leave and enter the easy set
+        return X - X.mean(0), y - y.mean(), {"alpha": 0.01}
+    y = np.sign(X[:, 0] + 0.3 * rng.normal(size=80))
+    y[:16] *= -1  # flipped labels
+    return X, y, ({"C": 1.0, "kernel": "rbf", "gamma": 0.5} if model == "svm" else {"C": 1.0})
+
+
+def _interrupted(tmp_path, model: str, sp: str, stop_at: int) -> tuple:
+    """Run until ``stop_at`` critical points, raise, and resume; return both paths' pieces."""
+    X, y, mp = _problem(model)
+    spp = {"gamma": 0.2} if sp == "mixture" else None
+    whole = age_path(X, y, model=model, sp=sp, sp_params=spp, lam_range=(0.1, 5.0), **mp)
+    opts = EngineOptions(checkpoint_dir=str(tmp_path), checkpoint_every=0.0)
+
+    def stop(lam: float, n_critical: int) -> None:
+        if n_critical >= stop_at:
+            raise Interrupt
+
+    with pytest.raises(Interrupt):
+        age_path(X, y, model=model, sp=sp, sp_params=spp, lam_range=(0.1, 5.0), options=opts, progress=stop, **mp)
+    assert len(list(tmp_path.glob("agepath-*.pkl"))) == 1
+    resumed = age_path(X, y, model=model, sp=sp, sp_params=spp, lam_range=(0.1, 5.0), options=opts, **mp)
+    return whole, resumed
+
+
+@pytest.mark.parametrize(("model", "sp"), [("lasso", "mixture"), ("logistic", "linear"), ("svm", "linear")])
+def test_resumed_path_equals_the_uninterrupted_one(tmp_path, model, sp):
+    """Interrupted after a third of its critical points; the resumed computation gives the same
+    recorded points, events and restarts, and removes its checkpoint when done."""
+    X, y, _ = _problem(model)
+    probe = age_path(X, y, model=model, sp=sp, sp_params={"gamma": 0.2} if sp == "mixture" else None,
+                     lam_range=(0.1, 5.0), **_problem(model)[2])
+    n_events = len(probe.events)
+    assert n_events >= 20  # enough critical points to stop in the middle
+    whole, resumed = _interrupted(tmp_path, model, sp, n_events // 3)
+    assert resumed.meta["n_resumes"] == 1 and whole.meta["n_resumes"] == 0
+    assert resumed.meta["time_before_resume_s"] > 0.0
+    np.testing.assert_array_equal(resumed.lambdas, whole.lambdas)
+    vec = "dual_coef" if model == "svm" else "coef"
+    np.testing.assert_array_equal(getattr(resumed, vec), getattr(whole, vec))
+    np.testing.assert_array_equal(resumed.intercept, whole.intercept)
+    np.testing.assert_array_equal(resumed.point_kind, whole.point_kind)
+    assert resumed.events == whole.events
+    assert resumed.n_restarts == whole.n_restarts
+    assert not list(tmp_path.glob("agepath-*"))
+
+
+def test_a_checkpoint_of_other_inputs_is_not_used(tmp_path):
+    """The key covers the data and the parameters: another alpha does not find the file, and a
+    file of another path under this path's name is ignored with a warning."""
+    X, y, mp = _problem("lasso")
+    opts = EngineOptions(checkpoint_dir=str(tmp_path), checkpoint_every=0.0)
+
+    def stop(lam: float, n_critical: int) -> None:
+        if n_critical >= 10:
+            raise Interrupt
+
+    with pytest.raises(Interrupt):
+        age_path(X, y, model="lasso", sp="linear", lam_range=(0.1, 5.0), options=opts, progress=stop, **mp)
+    (saved,) = tmp_path.glob("agepath-*.pkl")
+    other = age_path(X, y, model="lasso", sp="linear", lam_range=(0.1, 5.0), options=opts, alpha=0.02)
+    assert other.meta["n_resumes"] == 0
+    assert saved.is_file()  # not this path's file: left alone
+
+    key = saved.name[len("agepath-"):-len(".pkl")]
+    state = pickle.loads(saved.read_bytes())
+    state["key"] = "0" * len(key)
+    saved.write_bytes(pickle.dumps(state))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        again = age_path(X, y, model="lasso", sp="linear", lam_range=(0.1, 5.0), options=opts, **mp)
+    assert again.meta["n_resumes"] == 0
+    assert any("another path" in str(w.message) for w in caught)
+    assert checkpoint_file(tmp_path, key) == saved
+
+
+def test_an_unreadable_checkpoint_is_ignored(tmp_path):
+    X, y, mp = _problem("lasso")
+    opts = EngineOptions(checkpoint_dir=str(tmp_path), checkpoint_every=0.0)
+
+    def stop(lam: float, n_critical: int) -> None:
+        if n_critical >= 10:
+            raise Interrupt
+
+    with pytest.raises(Interrupt):
+        age_path(X, y, model="lasso", sp="linear", lam_range=(0.1, 5.0), options=opts, progress=stop, **mp)
+    (saved,) = tmp_path.glob("agepath-*.pkl")
+    saved.write_bytes(saved.read_bytes()[:100])  # truncated, as by a crash in the middle of a write
+    with pytest.warns(RuntimeWarning, match="unreadable checkpoint"):
+        path = age_path(X, y, model="lasso", sp="linear", lam_range=(0.1, 5.0), options=opts, **mp)
+    whole = age_path(X, y, model="lasso", sp="linear", lam_range=(0.1, 5.0), **mp)
+    np.testing.assert_array_equal(path.lambdas, whole.lambdas)
+    assert not saved.exists()
