@@ -169,11 +169,20 @@ def cell_hash(cfg: DictConfig) -> str:
     return config_hash(identity(cfg))
 
 
-def run_seed(cell: Cell, seed: int, extra: tuple[str, ...] = ()) -> list[dict[str, Any]]:
-    """Run seed ``seed`` of ``cell`` (one protocol run) and return its tidy rows."""
+#: seconds between two progress lines of one run in a sweep's log (a run of hours shows where it is)
+RUN_PROGRESS_INTERVAL = 300.0
+
+
+def run_seed(cell: Cell, seed: int, extra: tuple[str, ...] = (), progress: bool = False) -> list[dict[str, Any]]:
+    """Run seed ``seed`` of ``cell`` (one protocol run) and return its tidy rows.
+
+    ``progress``: the estimator's progress reports (GAGA's age, ACS's grid, MOSPL's generations)
+    go to standard output as a line every ``RUN_PROGRESS_INTERVAL`` seconds.
+    """
     from threadpoolctl import threadpool_limits
 
     from spl_bench.data import load_dataset
+    from spl_bench.progress import DisplayHook, with_progress
     from spl_bench.protocol import run_once
     from spl_bench.runner import app
 
@@ -182,7 +191,9 @@ def run_seed(cell: Cell, seed: int, extra: tuple[str, ...] = ()) -> list[dict[st
     ds = load_dataset(app._plain(cfg.data))
     app.check_task(cfg, ds)
     noise = app.noise_config(cfg, ds.task)
-    make = app.estimator_factory(cfg)
+    hook = DisplayHook(f"{cell.label} seed {seed}", terminal=False, stream=sys.stdout,
+                       interval=RUN_PROGRESS_INTERVAL) if progress else None
+    make = with_progress(app.estimator_factory(cfg), hook)
     with threadpool_limits(limits=1):  # one BLAS thread per run: parallelism is across runs
         out = run_once(ds, make, protocol, noise, seed)
     if not math.isfinite(out.value):
@@ -358,7 +369,7 @@ def _execute(
 def _guarded_task(cell: Cell, seed: int, extra: tuple[str, ...] = ()
                   ) -> tuple[Cell, int, list[dict[str, Any]] | BaseException]:
     try:
-        return cell, seed, run_seed(cell, seed, extra)
+        return cell, seed, run_seed(cell, seed, extra, progress=True)
     except Exception as exc:  # reported by the parent, the sweep goes on
         return cell, seed, exc
 
