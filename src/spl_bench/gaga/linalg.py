@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import scipy.linalg as sla
 from numpy.typing import NDArray
-from scipy.linalg.blas import dsymv
+from scipy.linalg.blas import dsymv, dsyrk
 from scipy.linalg.lapack import dgetrf, dgetrs, dgttrf, dgttrs, dorgqr, dpotrf, dpotri, dpotrs, dsytrd, dsytrd_lwork
 
 Array = NDArray[np.float64]
@@ -108,6 +108,21 @@ class Factor:
         except (ValueError, np.linalg.LinAlgError):
             x = np.zeros(rhs.shape)
         return np.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0)
+
+
+def weighted_gram(X: Array, D: Array) -> Array:
+    """``X^T diag(D) X`` by symmetric rank-k updates (BLAS ``syrk``: half the products of a
+    general matrix product): ``(sqrt(D+) X)^T (sqrt(D+) X) - (sqrt(D-) X)^T (sqrt(D-) X)`` over
+    the rows with positive and negative weights, the upper triangle mirrored to the lower."""
+    k = X.shape[1]
+    out = np.zeros((k, k), order="F")
+    for rows, sign in ((D > 0, 1.0), (D < 0, -1.0)):
+        if not rows.any():
+            continue
+        R = X[rows] * np.sqrt(sign * D[rows])[:, None]  # C-ordered: R.T is Fortran-ordered, no copy
+        out = dsyrk(sign, R.T, beta=1.0, c=out, trans=0, lower=0, overwrite_c=1)
+    out += np.triu(out, 1).T
+    return np.ascontiguousarray(out)
 
 
 class CholeskyFactor:
