@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from spl_bench.gaga import age_path
 from spl_bench.gaga.glm_system import GLMSystem
-from spl_bench.gaga.linalg import CholeskyFactor, Factor, RefinedFactor, pcg
+from spl_bench.gaga.linalg import CholeskyFactor, Factor, RankOnePlusSparse, RefinedFactor, pcg, weighted_gram
 from spl_bench.models import get_model
 from spl_bench.sp import get_sp
 
@@ -206,3 +206,71 @@ def test_logistic_path_with_newton_warm_starts_equals_the_models_solver(sp, lam_
     grid = np.linspace(lam_min + 0.01, 2.99, 150)
     (a, b), (a0, b0) = new.at(grid), ref.at(grid)
     assert np.abs(a - a0).max() <= 1e-7 * (1 + np.abs(a0).max()) and np.abs(b - b0).max() <= 1e-7
+
+
+def _binary_standardised(rng: np.random.Generator, n: int, d: int, density: float) -> np.ndarray:
+    """Standardised sparse binary features (as hiva_agnostic after scaling), one constant column."""
+    B = (rng.random((n, d)) < density).astype(float)
+    B[:, 0] = 0.0
+    sd = B.std(0)
+    return (B - B.mean(0)) / np.where(sd > 0, sd, 1.0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), density=st.floats(0.01, 0.2), frac=st.floats(0.3, 1.0))
+def test_rank_one_plus_sparse_products_equal_the_dense_ones(seed, density, frac):
+    """``X = 1 m^T + S``: products with rows of X, its transpose and |X| (1-D and 2-D operands)
+    equal numpy's dense products to rounding; a dense matrix is not split."""
+    rng = np.random.default_rng(seed)
+    X = _binary_standardised(rng, 60, 25, density)
+    R = RankOnePlusSparse.split(X)
+    assert R is not None
+    rows = np.flatnonzero(rng.random(60) < frac)
+    XL, RL = X[rows], R.rows(rows)
+    x, U = rng.normal(size=25), rng.normal(size=(rows.size, 3))
+    tol = 1e-12 * (1 + np.abs(X).max()) * 25
+    assert np.abs(RL @ x - XL @ x).max() <= tol
+    assert np.abs(RL.T @ U[:, 0] - XL.T @ U[:, 0]).max() <= tol * rows.size / 25
+    assert np.abs(RL.T @ U - XL.T @ U).max() <= tol * rows.size / 25
+    assert np.abs(U.T @ RL - U.T @ XL).max() <= tol * rows.size / 25
+    A = rng.normal(size=(4, 25))
+    assert np.abs(A @ RL.T - A @ XL.T).max() <= tol
+    aRL = abs(RL)
+    assert np.abs(aRL @ np.abs(x) - np.abs(XL) @ np.abs(x)).max() <= tol
+    assert np.abs(aRL.T @ np.abs(U[:, 0]) - np.abs(XL).T @ np.abs(U[:, 0])).max() <= tol * rows.size / 25
+    assert RankOnePlusSparse.split(rng.normal(size=(30, 8))) is None
+
+
+def test_weighted_gram_equals_the_general_product():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(50, 12))
+    for D in (rng.random(50), rng.normal(size=50), np.zeros(50)):
+        D[:4] = 0.0
+        G = weighted_gram(X, D)
+        assert np.array_equal(G, G.T)
+        assert np.abs(G - X.T @ (D[:, None] * X)).max() <= 1e-12 * (1 + np.abs(X).max() ** 2 * 50)
+
+
+def test_newton_fit_with_sparse_products_equals_the_dense_fit():
+    """A v-weighted logistic fit on 420 standardised binary features (the Newton systems by
+    refinement, above ``refine_min_dim``): through ``1 m^T + S`` and through the dense rows, the
+    same optimum, both meeting the model's KKT conditions; and the split is in use."""
+    rng = np.random.default_rng(11)
+    X = _binary_standardised(rng, 500, 420, 0.06)
+    w = rng.normal(size=420) * (rng.random(420) < 0.1)
+    y = np.where(X @ w + 0.5 * rng.normal(size=500) > 0, 1.0, -1.0)
+    model = get_model("logistic", C=0.5)
+    v = rng.random(500)
+    v2 = np.clip(v + 0.3 * rng.random(500) - 0.15, 0.0, 1.0)
+    warm = model.fit_weighted(X, y, np.ones(500))
+    fits = {}
+    for sparse in (True, False):
+        system = GLMSystem(model, get_sp("mixture", gamma=0.2), X, y)
+        system.sparse_products = sparse
+        first = system.newton_fit(v, warm)
+        second = system.newton_fit(v2, first)  # refined on the first fit's Hessian
+        assert (system._split is not None) == sparse
+        assert model.kkt_violation(second, X, y, v2) <= 1e-8
+        fits[sparse] = second
+    assert np.abs(fits[True].coef - fits[False].coef).max() <= 1e-9 * (1 + np.abs(fits[False].coef).max())
+    assert abs(fits[True].intercept - fits[False].intercept) <= 1e-9

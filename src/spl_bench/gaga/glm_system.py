@@ -29,7 +29,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from spl_bench.gaga.inner import weighted_lasso
-from spl_bench.gaga.linalg import AnyFactor, CholeskyFactor, Factor, RefinedFactor, weighted_gram
+from spl_bench.gaga.linalg import (
+    AnyFactor,
+    CholeskyFactor,
+    Factor,
+    RankOnePlusSparse,
+    RefinedFactor,
+    weighted_gram,
+)
 from spl_bench.gaga.system_base import SAMPLE_SETS, Array, PathSystem, _has_mixed, sp_v, sp_weights
 from spl_bench.models import Model, Params
 from spl_bench.models.datafits import Quadratic
@@ -66,6 +73,9 @@ class GLMDesign:
     #: this many columns or more: ``Phi^T diag(D) Phi`` by BLAS ``syrk`` (:func:`weighted_gram`);
     #: fewer: one general product (``syrk``'s two passes and the mirroring cost more there)
     syrk_min_dim = 100
+    #: the products of :meth:`newton_fit` through ``X = 1 m^T + S`` when ``S`` is sparse
+    #: (:meth:`_fit_rows`); False: always the dense rows
+    sparse_products = True
 
     def __init__(self, model: Model, X: Array, y: Array) -> None:
         self.model = model
@@ -90,7 +100,7 @@ class GLMDesign:
 
         def bound(x: Array) -> float:
             ax = np.abs(x)
-            aX = np.abs(XA) if absXA is None else absXA
+            aX = abs(XA) if absXA is None else absXA
             u = aD * (aX @ ax[:k] + (ax[k] if self.icpt else 0.0))
             out = aX.T @ u + hd * ax[:k]
             return float(max(out.max(initial=0.0), u.sum() if self.icpt else 0.0))
@@ -153,6 +163,37 @@ class GLMDesign:
 
         return matvec
 
+    def _fit_rows(self, live: NDArray[np.intp]) -> tuple[Any, Any, Callable[[], Array]]:
+        """``(X_L, |X_L| or None, () -> dense X_L)`` for the rows ``live`` of a v-weighted fit.
+
+        With ``refine_min_dim`` unknowns or more and ``X = 1 m^T + S`` with a sparse ``S``
+        (:class:`~spl_bench.gaga.linalg.RankOnePlusSparse`; ``sparse_products``), ``X_L`` and
+        ``|X_L|`` are that form, whose products read a fraction of the memory of the dense rows;
+        the dense rows are made only when a Hessian is formed.  The latest rows are kept (the
+        live set of consecutive ACS fits is mostly the same)."""
+        split = getattr(self, "_split", False)  # False: not looked at yet (also for older pickles)
+        if split is False:
+            split = None
+            if self.sparse_products and self.smooth_fit() and self.d + self.icpt >= self.refine_min_dim:
+                split = RankOnePlusSparse.split(self.X)
+            self._split = split
+        if split is None:
+            XL = np.ascontiguousarray(self.X[live])
+            return XL, None, lambda: XL
+        key = live.tobytes()
+        hit = getattr(self, "_split_rows", None)
+        if hit is None or hit[0] != key:
+            rows = split.rows(live)
+            hit = self._split_rows = (key, rows, abs(rows))
+        dense: list[Array] = []
+
+        def make_dense() -> Array:
+            if not dense:
+                dense.append(np.ascontiguousarray(self.X[live]))
+            return dense[0]
+
+        return hit[1], hit[2], make_dense
+
     def newton_fit(self, v: Array, warm: Params, tol: float = 1e-11, max_iter: int = 50) -> Params | None:
         """``argmin sum_i v_i ell(z_i) + R(w)`` by damped Newton from ``warm``.
 
@@ -174,8 +215,7 @@ class GLMDesign:
         live = np.flatnonzero(v > 0)
         if live.size == 0 or (self.model.task == "classification" and np.unique(self.y[live]).size < 2):
             return None
-        XL = np.ascontiguousarray(self.X[live])
-        aXL: Array | None = None  # |XL|, made on the first refined solve
+        XL, aXL, dense = self._fit_rows(live)
         vL, yL = v[live], self.y[live]
         theta = np.append(warm.coef, float(warm.intercept)) if self.icpt else np.array(warm.coef, dtype=float)
         k = self.d
@@ -196,7 +236,7 @@ class GLMDesign:
                 return Params(coef=theta[:k].copy(), intercept=float(theta[k]) if self.icpt else 0.0)
 
             def full(_th: Array = theta, _D: Array = D) -> Factor | CholeskyFactor:
-                H = self._gram(_th, XL, _D)
+                H = self._gram(_th, dense(), _D)
                 f = CholeskyFactor.attempt(H) or Factor(H)
                 if not f.singular:
                     self._fit_ref = (f, float(np.abs(H).max(initial=0.0)))
@@ -204,7 +244,7 @@ class GLMDesign:
 
             ref = self._fit_ref
             if ref is not None and ref[0].n == theta.shape[0] >= self.refine_min_dim:
-                aXL = np.abs(XL) if aXL is None else aXL
+                aXL = abs(XL) if aXL is None else aXL
                 forcing = min(self.newton_forcing, gmax / scale)
                 solver = RefinedFactor(self._jvp(theta, XL, D), ref[0], full, jscale=ref[1],
                                        tol=max(forcing, 1e-13), max_iter=self.refine_max_iter,

@@ -110,6 +110,88 @@ class Factor:
         return np.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0)
 
 
+class RankOnePlusSparse:
+    """Products with ``X = 1 m^T + S`` (``S`` sparse) without the dense ``X``: ``X x = S x + (m^T x) 1``
+    and ``X^T u = S^T u + (1^T u) m``.  Standardised binary or count features (hiva_agnostic:
+    8 % of the entries differ from their column's most frequent value) make ``S`` sparse, and a
+    product then reads a tenth of the memory.  The results equal the dense products to rounding.
+
+    Supports ``X @ x`` and ``A @ X`` (``x``, ``A`` 1-D or 2-D), ``X.T`` (the same for ``X^T``),
+    ``abs(X)`` (``|X| = 1 |m|^T + (|m + S| - |m|)`` on the pattern of ``S``: exact) and ``shape``;
+    :meth:`split` builds it from a dense ``X`` and :meth:`rows` takes a subset of rows.
+    """
+
+    __array_ufunc__ = None  # ``ndarray @ self`` defers to __rmatmul__
+
+    def __init__(self, S: Any, m: Array, St: Any = None) -> None:
+        self.S = S.tocsr()
+        self.St = self.S.T.tocsr() if St is None else St
+        self.m = m
+        self.shape = self.S.shape
+
+    @classmethod
+    def split(cls, X: Array, max_density: float = 0.25) -> RankOnePlusSparse | None:
+        """``X`` as ``1 m^T + S`` with ``m_j`` the most frequent value of column ``j``; ``None`` when
+        more than ``max_density`` of the entries of ``S`` are non-zero."""
+        import scipy.sparse as sps
+
+        n = X.shape[0]
+        if n == 0:
+            return None
+        srt = np.sort(X, axis=0)
+        # the longest run of equal values in each sorted column is its most frequent value
+        new = np.vstack([np.ones((1, X.shape[1]), dtype=bool), srt[1:] != srt[:-1]])
+        m = np.empty(X.shape[1])
+        for j in range(X.shape[1]):
+            starts = np.flatnonzero(new[:, j])
+            lengths = np.diff(np.append(starts, n))
+            m[j] = srt[starts[int(np.argmax(lengths))], j]
+        S = X - m
+        if np.count_nonzero(S) > max_density * S.size:
+            return None
+        return cls(sps.csr_matrix(S), m)
+
+    def rows(self, idx: NDArray[np.intp]) -> RankOnePlusSparse:
+        return RankOnePlusSparse(self.S[idx], self.m)
+
+    @property
+    def T(self) -> _TransposedRankOne:
+        return _TransposedRankOne(self)
+
+    def __abs__(self) -> RankOnePlusSparse:
+        S = self.S.copy()
+        cols = S.indices
+        S.data = np.abs(self.m[cols] + S.data) - np.abs(self.m[cols])
+        return RankOnePlusSparse(S, np.abs(self.m))
+
+    def __matmul__(self, x: Array) -> Array:  # X x
+        mx = self.m @ x
+        return self.S @ x + (mx if x.ndim == 1 else mx[None, :])
+
+    def __rmatmul__(self, A: Array) -> Array:  # A X = (X^T A^T)^T
+        return (self.T @ np.asarray(A).T).T
+
+    def _t_matmul(self, u: Array) -> Array:  # X^T u
+        su = u.sum(axis=0)
+        return self.St @ u + (self.m * su if u.ndim == 1 else np.outer(self.m, su))
+
+
+class _TransposedRankOne:
+    """``X^T`` of a :class:`RankOnePlusSparse` ``X`` (products only)."""
+
+    __array_ufunc__ = None
+
+    def __init__(self, X: RankOnePlusSparse) -> None:
+        self.X = X
+        self.shape = X.shape[::-1]
+
+    def __matmul__(self, u: Array) -> Array:
+        return self.X._t_matmul(u)
+
+    def __rmatmul__(self, A: Array) -> Array:  # A X^T = (X A^T)^T
+        return (self.X @ np.asarray(A).T).T
+
+
 def weighted_gram(X: Array, D: Array) -> Array:
     """``X^T diag(D) X`` by symmetric rank-k updates (BLAS ``syrk``: half the products of a
     general matrix product): ``(sqrt(D+) X)^T (sqrt(D+) X) - (sqrt(D-) X)^T (sqrt(D-) X)`` over
