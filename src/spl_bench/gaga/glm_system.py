@@ -316,6 +316,18 @@ class GLMSystem(GLMDesign, PathSystem):
         super()._invalidate()
         self._cache = {}
 
+    #: cache entries that are copies of the data for the current sets (made again on first use)
+    _DATA_COPIES = ("XA", "XL", "rowsL", "cL", "aXL", "Xi")
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The state for a checkpoint (:mod:`spl_bench.gaga.checkpoint`) without the copies of the
+        data that the accessors make again on first use (``X[:, A]``, its live rows and their
+        absolute values: most of a large checkpoint)."""
+        state = self.__dict__.copy()
+        state["_cache"] = {k: v for k, v in self._cache.items() if k not in self._DATA_COPIES}
+        state.pop("_split_rows", None)
+        return state
+
     def _XA(self) -> Array:
         if "XA" not in self._cache:
             self._cache["XA"] = np.ascontiguousarray(self.X[:, self.active])
