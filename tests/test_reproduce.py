@@ -64,6 +64,18 @@ def test_checkpoint_override_reaches_gaga_and_leaves_the_hash_alone(tmp_path):
     assert est.get_params()["checkpoint_dir"] == str(tmp_path.resolve())
 
 
+def test_a_sweep_run_logs_its_progress(capsys, data_dir):
+    """A run in a sweep prints the estimator's progress (here ACS's grid) as a log line naming
+    the cell and seed; without ``progress`` it prints nothing."""
+    cell = rp.Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=acs"))
+    quiet = rp.run_seed(cell, 0)
+    assert capsys.readouterr().out == ""
+    loud = rp.run_seed(cell, 0, progress=True)
+    out = capsys.readouterr().out
+    assert f"{cell.label} seed 0 · age 1 / " in out
+    assert {r["metric"]: r["value"] for r in loud} == {r["metric"]: r["value"] for r in quiet}
+
+
 def test_sweep_resumes_from_committed_rows(tmp_path, data_dir):
     cell = rp.Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=original"))
     states = rp.cell_states([cell], tmp_path)
