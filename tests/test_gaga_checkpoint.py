@@ -69,9 +69,8 @@ def test_resumed_path_equals_the_uninterrupted_one(tmp_path, model, sp):
     assert not list(tmp_path.glob("agepath-*"))
 
 
-def test_a_checkpoint_of_other_inputs_is_not_used(tmp_path):
-    """The key covers the data and the parameters: another alpha does not find the file, and a
-    file of another path under this path's name is ignored with a warning."""
+def _lasso_interrupted(tmp_path) -> tuple:
+    """A lasso path stopped after 10 critical points: its data, options and checkpoint file."""
     X, y, mp = _problem("lasso")
     opts = EngineOptions(checkpoint_dir=str(tmp_path), checkpoint_every=0.0)
 
@@ -82,6 +81,13 @@ def test_a_checkpoint_of_other_inputs_is_not_used(tmp_path):
     with pytest.raises(Interrupt):
         age_path(X, y, model="lasso", sp="linear", lam_range=(0.1, 5.0), options=opts, progress=stop, **mp)
     (saved,) = tmp_path.glob("agepath-*.pkl")
+    return X, y, mp, opts, saved
+
+
+def test_a_checkpoint_of_other_inputs_is_not_used(tmp_path):
+    """The key covers the data and the parameters: another alpha does not find the file, and a
+    file of another path under this path's name is ignored with a warning."""
+    X, y, mp, opts, saved = _lasso_interrupted(tmp_path)
     other = age_path(X, y, model="lasso", sp="linear", lam_range=(0.1, 5.0), options=opts, alpha=0.02)
     assert other.meta["n_resumes"] == 0
     assert saved.is_file()  # not this path's file: left alone
@@ -99,16 +105,7 @@ def test_a_checkpoint_of_other_inputs_is_not_used(tmp_path):
 
 
 def test_an_unreadable_checkpoint_is_ignored(tmp_path):
-    X, y, mp = _problem("lasso")
-    opts = EngineOptions(checkpoint_dir=str(tmp_path), checkpoint_every=0.0)
-
-    def stop(lam: float, n_critical: int) -> None:
-        if n_critical >= 10:
-            raise Interrupt
-
-    with pytest.raises(Interrupt):
-        age_path(X, y, model="lasso", sp="linear", lam_range=(0.1, 5.0), options=opts, progress=stop, **mp)
-    (saved,) = tmp_path.glob("agepath-*.pkl")
+    X, y, mp, opts, saved = _lasso_interrupted(tmp_path)
     saved.write_bytes(saved.read_bytes()[:100])  # truncated, as by a crash in the middle of a write
     with pytest.warns(RuntimeWarning, match="unreadable checkpoint"):
         path = age_path(X, y, model="lasso", sp="linear", lam_range=(0.1, 5.0), options=opts, **mp)

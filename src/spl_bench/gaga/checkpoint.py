@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from spl_bench.gaga.path import _jsonable
+
 #: bumped when the tracker's state changes shape: older checkpoints are then ignored
 FORMAT = 1
 
@@ -44,14 +46,6 @@ def checkpoint_key(X: np.ndarray, y: np.ndarray, inputs: dict[str, Any], options
     h.update(json.dumps({"inputs": inputs, "options": opts, "format": FORMAT}, sort_keys=True,
                         default=_jsonable).encode())
     return h.hexdigest()[:24]
-
-
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, np.ndarray):
-        return x.tolist()
-    if isinstance(x, np.generic):
-        return x.item()
-    return repr(x)
 
 
 def checkpoint_file(directory: str | os.PathLike[str], key: str) -> Path:
