@@ -41,6 +41,9 @@ def main() -> int:
     ap.add_argument("--checkpoint-dir", default="runs/checkpoints",
                     help="GAGA runs save their path's state here every 10 min and a rerun resumes from it "
                          "('none': no checkpoints)")
+    ap.add_argument("--blas-threads", type=int, default=1,
+                    help="BLAS threads of each GAGA run (a long path on an otherwise idle machine; the "
+                         "BLAS library needs as many, e.g. OPENBLAS_NUM_THREADS)")
     ap.add_argument("--plan", action="store_true", help="print every cell: runs done / left and an ETA; run nothing")
     ap.add_argument("--report-only", action="store_true", help="write the tables from the committed rows; run nothing")
     ap.add_argument("--variant", default="", choices=["", *rp.VARIANTS],
@@ -69,7 +72,7 @@ def main() -> int:
 
                 ckpt = repo_root() / ckpt
             failures = rp.run_tables(states, runs, args.jobs, args.executor, args.max_cell_seconds, slurm,
-                                     log=rp.log_line, checkpoint_dir=ckpt)  # fmt: skip
+                                     log=rp.log_line, checkpoint_dir=ckpt, blas_threads=args.blas_threads)  # fmt: skip
             for label, why in failures.items():
                 print(f"failed: {label}: {why}", file=sys.stderr)
         from spl_bench.paths import repo_root

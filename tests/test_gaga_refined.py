@@ -274,3 +274,35 @@ def test_newton_fit_with_sparse_products_equals_the_dense_fit():
         fits[sparse] = second
     assert np.abs(fits[True].coef - fits[False].coef).max() <= 1e-9 * (1 + np.abs(fits[False].coef).max())
     assert abs(fits[True].intercept - fits[False].intercept) <= 1e-9
+
+
+def test_factor_refines_on_the_reference_of_the_other_inertia_when_the_latest_one_fails():
+    """A Cholesky reference kept beside a later LU one: a positive definite ``J_theta`` is solved
+    by refinement on it (the LU reference's Richardson cannot contract there) instead of a new
+    factorisation, it becomes the first one tried, and the solve equals the dense one."""
+    X, y = _noisy_cancer(150)
+    model = get_model("logistic", C=1.0)
+    system = GLMSystem(model, get_sp("linear"), X, y)
+    system.refine_min_dim = 1
+    lam = 20.0  # (every sample in the linear SP's middle set, J_theta positive definite, J_lam != 0)
+    system.init_from(model.fit_weighted(X, y, np.ones(X.shape[0])), lam)
+    theta = system.theta()
+    f0, _ = system.factor(theta, lam)
+    assert isinstance(f0, CholeskyFactor) and system.n_full_factors == 1
+    chol_ref = system._ref
+    # an indefinite reference of the same size made later (as by a polish on other sets)
+    k = theta.size
+    Qm, _ = np.linalg.qr(np.random.default_rng(0).normal(size=(k, k)))
+    J_bad = (Qm * np.linspace(0.5, 3.0, k) * np.where(np.arange(k) % 2, -1.0, 1.0)) @ Qm.T
+    system._ref, system._ref_other = (Factor(J_bad), chol_ref[1], float(np.abs(J_bad).max())), chol_ref
+    theta2 = theta * (1 + 1e-4)
+    f, Jl = system.factor(theta2, lam)
+    assert isinstance(f, RefinedFactor) and f.ref is chol_ref[0]
+    assert system.n_full_factors == 1 and system._ref is chol_ref
+    J = system.jacobians(theta2, lam)[0]
+    x_dense = np.linalg.solve(J, -Jl)
+    assert np.abs(f.solve(-Jl) - x_dense).max() <= 1e-9 * (1 + np.abs(x_dense).max())
+    # with neither reference usable, J is factorised afresh and becomes the first reference
+    system._ref = system._ref_other = (Factor(J_bad), chol_ref[1], float(np.abs(J_bad).max()))
+    f3, _ = system.factor(theta2, lam)
+    assert system.n_full_factors == 2 and not isinstance(f3, RefinedFactor) and system._ref[0] is f3

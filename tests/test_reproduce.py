@@ -49,8 +49,9 @@ def test_cell_hash_is_the_runners(tmp_path, data_dir):
 
 
 def test_checkpoint_override_reaches_gaga_and_leaves_the_hash_alone(tmp_path):
-    """GAGA cells get the checkpoint directory (the other methods have no such setting), and the
-    config hash, which decides which committed rows a cell owns, does not change with it."""
+    """GAGA cells get the checkpoint directory and BLAS threads (the other methods have no such
+    settings), and the config hash, which decides which committed rows a cell owns, does not
+    change with them."""
     from spl_bench.runner import app
 
     gaga = rp.Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=gaga"))
@@ -62,6 +63,11 @@ def test_checkpoint_override_reaches_gaga_and_leaves_the_hash_alone(tmp_path):
     assert rp.cell_hash(cfg) == rp.cell_hash(rp.compose_cell(gaga))
     est = app.estimator_factory(cfg)()
     assert est.get_params()["checkpoint_dir"] == str(tmp_path.resolve())
+    threads = rp.run_only_overrides(gaga, tmp_path, blas_threads=2)
+    assert rp.run_only_overrides(acs, tmp_path, blas_threads=2) == ()
+    cfg2 = rp.compose_cell(gaga, threads)
+    assert rp.cell_hash(cfg2) == rp.cell_hash(rp.compose_cell(gaga))
+    assert app.estimator_factory(cfg2)().get_params()["blas_threads"] == 2
 
 
 def test_a_sweep_run_logs_its_progress(capsys, data_dir):

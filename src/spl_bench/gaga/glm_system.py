@@ -294,6 +294,9 @@ class GLMSystem(GLMDesign, PathSystem):
         self._cache: dict[str, Any] = {}
         #: (factor of a J_theta, the support it was made on, max |J_theta|): RefinedFactor's reference
         self._ref: tuple[Factor, NDArray[np.bool_], float] | None = None
+        #: the latest reference of the other kind (LU if ``_ref`` is a Cholesky factor, and the
+        #: reverse): tried when ``_ref`` does not refine (see :meth:`factor`)
+        self._ref_other: tuple[Factor, NDArray[np.bool_], float] | None = None
         self.n_refined = self.n_full_factors = 0  # factor() calls served by refinement / by an LU
 
     # ------------------------------------------------------------------ state
@@ -425,17 +428,27 @@ class GLMSystem(GLMDesign, PathSystem):
             J = self.jacobians(theta, lam)[0]
             f = CholeskyFactor.attempt(J) or Factor(J)
             if not f.singular:
+                old = self._ref
+                if old is not None and isinstance(old[0], CholeskyFactor) != isinstance(f, CholeskyFactor):
+                    self._ref_other = old
                 self._ref = (f, self.active.copy(), float(np.abs(J).max(initial=0.0)))
             return f
 
-        ref = self._ref
-        if ref is not None and ref[0].n == theta.shape[0] and np.array_equal(ref[1], self.active):
+        # The references of both kinds: the path's J_theta is indefinite where the mixture SP's
+        # concave terms outweigh the rest, and ACS polishes and earlier segments leave references
+        # of the other inertia, which conjugate gradients reject at their first direction
+        # (``p^T J p <= 0``) at the cost of two products; a factor of J costs hundreds.
+        for ref in (self._ref, getattr(self, "_ref_other", None)):
+            if ref is None or ref[0].n != theta.shape[0] or not np.array_equal(ref[1], self.active):
+                continue
             f = RefinedFactor(self._jvp(theta, XA, D), ref[0], full, jscale=ref[2],
                               max_iter=self.refine_max_iter if isinstance(ref[0], CholeskyFactor) else 10,
                               bound=self._jvp_bound(theta, XA, D, self._abs_live()))
             _, ok = f.refine(-Jl)
             if ok:
                 self.n_refined += 1
+                if ref is not self._ref:  # the kind that refines now goes first
+                    self._ref, self._ref_other = ref, self._ref
                 if f.iterations > self.refine_refresh:
                     self._ref = None  # drifted away: the next point forms its own J
                 return f, Jl

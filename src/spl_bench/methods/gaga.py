@@ -57,6 +57,10 @@ class GAGA(SPLEstimator):
         :mod:`spl_bench.gaga.checkpoint`).  Does not change the path.
     checkpoint_every : float
         Seconds between two checkpoints.
+    blas_threads : int
+        BLAS threads while the path is computed (the factorisations of ``J_theta`` and the Gram
+        products of large paths; the BLAS library must have been started with at least this
+        many, e.g. ``OPENBLAS_NUM_THREADS``).  Does not change the path.
     """
 
     def __init__(
@@ -79,6 +83,7 @@ class GAGA(SPLEstimator):
         acs_skip: bool = True,
         checkpoint_dir: str | None = None,
         checkpoint_every: float = 600.0,
+        blas_threads: int = 1,
     ) -> None:
         super().__init__(model=model, model_params=model_params, sp=sp, sp_params=sp_params)
         self.lam_min = lam_min
@@ -95,6 +100,7 @@ class GAGA(SPLEstimator):
         self.acs_skip = acs_skip
         self.checkpoint_dir = checkpoint_dir
         self.checkpoint_every = checkpoint_every
+        self.blas_threads = blas_threads
 
     def _fit(self, X: Array, y: Array) -> None:
         lam_min = check_positive("lam_min", self.lam_min)
@@ -106,7 +112,8 @@ class GAGA(SPLEstimator):
                              acs_extrapolate=bool(self.acs_extrapolate),
                              svm_active_set=bool(self.svm_active_set), acs_skip=bool(self.acs_skip),
                              checkpoint_dir=None if self.checkpoint_dir is None else str(self.checkpoint_dir),
-                             checkpoint_every=check_positive("checkpoint_every", self.checkpoint_every))
+                             checkpoint_every=check_positive("checkpoint_every", self.checkpoint_every),
+                             blas_threads=int(check_positive("blas_threads", self.blas_threads)))
 
         interval, next_at = engine.PROGRESS_INTERVAL, -np.inf
 

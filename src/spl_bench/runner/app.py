@@ -138,7 +138,7 @@ def check_task(cfg: DictConfig, ds: Dataset) -> None:
 
 
 #: method settings that do not change the numbers (where a long fit saves its state)
-RUN_ONLY_METHOD_KEYS = ("checkpoint_dir", "checkpoint_every")
+RUN_ONLY_METHOD_KEYS = ("checkpoint_dir", "checkpoint_every", "blas_threads")
 
 
 def identity(cfg: DictConfig) -> dict[str, Any]:

@@ -326,20 +326,22 @@ def pending_tasks(states: list[CellState], runs: int, max_cell_seconds: float | 
     return tasks
 
 
-def run_only_overrides(cell: Cell, checkpoint_dir: Path | None) -> tuple[str, ...]:
+def run_only_overrides(cell: Cell, checkpoint_dir: Path | None, blas_threads: int = 1) -> tuple[str, ...]:
     """Overrides that change how a run is computed, not its numbers (nor the config hash): GAGA
-    paths save checkpoints under ``checkpoint_dir`` and a rerun resumes from them."""
-    if checkpoint_dir is None or _method_of(cell) != "gaga":
+    paths save checkpoints under ``checkpoint_dir`` and a rerun resumes from them, and use
+    ``blas_threads`` BLAS threads."""
+    if _method_of(cell) != "gaga":
         return ()
-    return (f"method.checkpoint_dir={Path(checkpoint_dir).resolve()}",)
+    out = () if checkpoint_dir is None else (f"method.checkpoint_dir={Path(checkpoint_dir).resolve()}",)
+    return out + ((f"method.blas_threads={int(blas_threads)}",) if blas_threads != 1 else ())
 
 
 def _execute(
     tasks: list[tuple[Cell, int]], jobs: int, executor: str, slurm: dict[str, Any] | None,
-    checkpoint_dir: Path | None = None,
+    checkpoint_dir: Path | None = None, blas_threads: int = 1,
 ) -> Iterator[tuple[Cell, int, list[dict[str, Any]] | BaseException]]:
     """Run the tasks; yield each (cell, seed, rows or the exception) as it finishes."""
-    extras = [run_only_overrides(c, checkpoint_dir) for c, _ in tasks]
+    extras = [run_only_overrides(c, checkpoint_dir, blas_threads) for c, _ in tasks]
 
     if executor == "submitit":
         import submitit
@@ -384,12 +386,13 @@ def run_tables(
     log: Callable[[str], None] = print,
     root: Path | None = None,
     checkpoint_dir: Path | None = None,
+    blas_threads: int = 1,
 ) -> dict[str, str]:
     """Run every missing seed; write each seed's rows as it finishes. Returns failures by cell.
 
     ``root``: the rows folder (default ``results/rows``; the states' files must lie below it).
     ``checkpoint_dir``: GAGA runs save their path's state there and resume from it
-    (:func:`run_only_overrides`).
+    (:func:`run_only_overrides`); ``blas_threads``: their BLAS threads.
     """
     tasks = pending_tasks(states, runs, max_cell_seconds)
     by_cell = {st.cell: st for st in states}
@@ -397,7 +400,8 @@ def run_tables(
     failures: dict[str, str] = {}
     t0 = time.perf_counter()
     log(f"{len(tasks)} runs to do in {len({c for c, _ in tasks})} cells, {jobs} job(s)")
-    for i, (cell, seed, result) in enumerate(_execute(tasks, jobs, executor, slurm, checkpoint_dir), start=1):
+    results = _execute(tasks, jobs, executor, slurm, checkpoint_dir, blas_threads)
+    for i, (cell, seed, result) in enumerate(results, start=1):
         elapsed = time.perf_counter() - t0
         if isinstance(result, BaseException):
             failures[cell.label] = f"{type(result).__name__}: {result}".splitlines()[0][:300]
