@@ -306,3 +306,46 @@ def test_factor_refines_on_the_reference_of_the_other_inertia_when_the_latest_on
     system._ref = system._ref_other = (Factor(J_bad), chol_ref[1], float(np.abs(J_bad).max()))
     f3, _ = system.factor(theta2, lam)
     assert system.n_full_factors == 2 and not isinstance(f3, RefinedFactor) and system._ref[0] is f3
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), density=st.floats(0.0, 0.3), frac=st.floats(0.0, 1.0))
+def test_sparse_weighted_gram_equals_the_dense_one(seed, density, frac):
+    """``X^T diag(D) X`` through ``X = 1 m^T + S`` (the products of the non-zeros of ``S``) against
+    the rank-k update of the dense ``X``, with negative and zero weights; exactly symmetric."""
+    rng = np.random.default_rng(seed)
+    n, k = int(rng.integers(1, 60)), int(rng.integers(1, 40))
+    X = _binary_standardised(rng, n, k, density)
+    R = RankOnePlusSparse.split(X, max_density=1.0)
+    D = rng.normal(size=n) * (rng.random(n) < frac)
+    G = R.weighted_gram(D)
+    G0 = X.T @ (D[:, None] * X)
+    assert np.array_equal(G, G.T)
+    assert np.abs(G - G0).max() <= 1e-12 * (1 + np.abs(X).max() ** 2 * np.abs(D).sum())
+
+
+@pytest.mark.parametrize("density", [0.05, 0.2])
+def test_path_jacobian_through_the_sparse_gram_equals_the_dense_one(density):
+    """``J_theta`` of the logistic path system on standardised binary features: through the
+    split (non-zeros of ``S``, the path's live rows; only below ``sparse_gram_max_density``)
+    equal to the dense rows' rank-k update, and the v-weighted fit's Hessians too."""
+    rng = np.random.default_rng(5)
+    X = _binary_standardised(rng, 300, 40, density)
+    w = rng.normal(size=40)
+    y = np.where(X @ w + 0.5 * rng.normal(size=300) > 0, 1.0, -1.0)
+    y[rng.random(300) < 0.2] *= -1
+    model = get_model("logistic", C=0.5)
+    out = {}
+    for sparse in (True, False):
+        system = GLMSystem(model, get_sp("mixture", gamma=0.2), X, y)
+        system.sparse_products = sparse
+        system.refine_min_dim = 1  # (the split is made from refine_min_dim unknowns on)
+        system.init_from(model.fit_weighted(X, y, np.ones(300)), 0.8)
+        assert 0 < system._live()[1].size < 300  # (some samples in D: not every row is live)
+        out[sparse] = system.jacobians(system.theta(), 0.8)[0]
+        assert (system._split is not None) == sparse
+        assert (system._sparse_gram() is not None) == (sparse and density < system.sparse_gram_max_density)
+        v = rng.random(300)
+        fit = system.newton_fit(v, model.fit_weighted(X, y, np.ones(300)))
+        assert fit is not None and model.kkt_violation(fit, X, y, v) <= 1e-8
+    assert np.abs(out[True] - out[False]).max() <= 1e-11 * np.abs(out[False]).max()

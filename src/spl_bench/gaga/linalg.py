@@ -125,6 +125,7 @@ class RankOnePlusSparse:
 
     def __init__(self, S: Any, m: Array, St: Any = None) -> None:
         self.S = S.tocsr()
+        self.S.sort_indices()
         self.St = self.S.T.tocsr() if St is None else St
         self.m = m
         self.shape = self.S.shape
@@ -163,6 +164,21 @@ class RankOnePlusSparse:
         cols = S.indices
         S.data = np.abs(self.m[cols] + S.data) - np.abs(self.m[cols])
         return RankOnePlusSparse(S, np.abs(self.m))
+
+    def weighted_gram(self, D: Array) -> Array:
+        """``X^T diag(D) X = S^T diag(D) S + m u^T + u m^T + (1^T D) m m^T`` with ``u = S^T D``: the
+        sparse part by :func:`~spl_bench.gaga.sparse_gram_nb.sparse_weighted_gram` (the products
+        of the non-zeros only), the rest rank-one terms.  Equals :func:`weighted_gram` of the dense
+        ``X`` to rounding."""
+        from spl_bench.gaga.sparse_gram_nb import sparse_weighted_gram
+
+        S, St = self.S, self.St
+        D = np.ascontiguousarray(D, dtype=float)
+        G = sparse_weighted_gram(S.indptr, S.indices, S.data, St.indptr, St.indices, St.data, D, S.shape[1])
+        T = np.outer(self.m, St @ D + (0.5 * D.sum()) * self.m)
+        T += T.T  # (one symmetric term: G stays exactly symmetric)
+        G += T
+        return G
 
     def __matmul__(self, x: Array) -> Array:  # X x
         mx = self.m @ x
