@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from spl_bench.errors import ConfigError, check_positive
+from spl_bench.errors import ConfigError, check_int, check_positive
 from spl_bench.gaga import AgePath, EngineOptions, age_path, engine
 from spl_bench.methods.base import Array, SPLEstimator
 from spl_bench.models import Params
@@ -113,7 +113,7 @@ class GAGA(SPLEstimator):
                              svm_active_set=bool(self.svm_active_set), acs_skip=bool(self.acs_skip),
                              checkpoint_dir=None if self.checkpoint_dir is None else str(self.checkpoint_dir),
                              checkpoint_every=check_positive("checkpoint_every", self.checkpoint_every),
-                             blas_threads=int(check_positive("blas_threads", self.blas_threads)))
+                             blas_threads=check_int("blas_threads", self.blas_threads, minimum=1))
 
         interval, next_at = engine.PROGRESS_INTERVAL, -np.inf
 
