@@ -47,7 +47,9 @@ def main() -> int:
     ap.add_argument("--plan", action="store_true", help="print every cell: runs done / left and an ETA; run nothing")
     ap.add_argument("--report-only", action="store_true", help="write the tables from the committed rows; run nothing")
     ap.add_argument("--variant", default="", choices=["", *rp.VARIANTS],
-                    help="run the cells under a protocol variant (authors: the GAGA authors' noise); rows kept apart")
+                    help="run the cells under a protocol variant (authors: the GAGA authors' noise; clean: each "
+                         "row's plain model on clean training labels, the reference of what the model reaches); "
+                         "rows kept apart")
     ap.add_argument("--smoke", action="store_true", help="regenerate the drift-check reference")
     args = ap.parse_args()
 

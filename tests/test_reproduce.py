@@ -258,6 +258,24 @@ def test_authors_variant_composes_the_authors_noise():
         rp.table_cells("2", variant="nope")
 
 
+def test_clean_variant_is_one_plain_model_cell_per_row_without_noise():
+    # Table 8 sweeps two data sets x three noise rates x two methods: the reference is one
+    # plain-model cell per data set, its noise rate 0
+    cells = rp.table_cells("8", variant="clean")
+    assert [c.overrides for c in cells] == [("data=mfeat_pixel", "method=original"),
+                                            ("data=pendigits", "method=original")]
+    assert {c.rows_name for c in cells} == {"gaga_table8@clean"}
+    cfg = rp.compose_cell(cells[1])
+    assert cfg.noise.rate == 0 and cfg.method.name == "original" and cfg.data.name == "pendigits"
+    noisy = rp.compose_cell(rp.table_cells("8", ["robust_svm"], ["pendigits"])[0])
+    assert cfg.model == noisy.model and cfg.protocol == noisy.protocol and noisy.noise.rate > 0
+    # a table without an original column (Table 11) still gets its rows' plain model, per C
+    t11 = rp.table_cells("11", variant="clean")
+    assert len(t11) == 19 and all(c.overrides[-1] == "method=original" for c in t11)
+    with pytest.raises(Exception, match="GAGA tables"):
+        rp.table_cells("op2", variant="clean")
+
+
 def _cells(rows):
     cols = ["row", "noise_rate", "param", "method", "metric", "selection", "ours_mean", "ours_std", "runs",
             "paper_mean", "paper_std", "z"]

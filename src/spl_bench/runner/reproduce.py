@@ -83,7 +83,15 @@ VARIANTS: dict[str, dict[str, tuple[str, ...]]] = {
         "classification": ("noise=near_boundary_flip", "noise.options.count=pool", "protocol.noise_scope=all"),
         "regression": ("noise=gaussian_shift",),
     },
+    # the clean-label reference of a table row: its plain model (method=original) fitted on the
+    # row's splits with no corrupted training rows; one cell per row (CLEAN_VARIANT below)
+    "clean": {
+        "classification": ("noise.rate=0",),
+        "regression": ("noise.rate=0",),
+    },
 }
+#: the variant whose cells are one plain-model run per table row instead of every method's cell
+CLEAN_VARIANT = "clean"
 
 
 def _sweep_params(experiment: str) -> dict[str, list[str]]:
@@ -106,6 +114,8 @@ def table_cells(
     ``variant``: a key of :data:`VARIANTS` (the cells under that protocol, rows kept apart).
     ``where``: ``key=value`` conditions on the cell's sweep parameters (e.g. ``model.params.C=1.0``);
     a cell is kept when, for every key named, its value is one of those given for that key.
+    With ``variant="clean"`` the cells are the clean-label reference: per table row (a noise rate
+    swept by the table is not a row of its own here) the plain model, ``method=original``.
     """
     if variant and variant not in VARIANTS:
         raise ConfigError(f"unknown variant {variant!r}; valid: {', '.join(VARIANTS)}")
@@ -113,6 +123,12 @@ def table_cells(
         raise ConfigError(f"unknown table {table!r}; valid: {', '.join(TABLES)}")
     experiment = TABLES[table][0]
     base = _sweep_params(experiment)
+    if variant == CLEAN_VARIANT:
+        if not experiment.startswith("gaga_"):
+            raise ConfigError(f"variant {CLEAN_VARIANT!r} is defined for the GAGA tables (their plain model is "
+                              f"method=original); table {table!r} has none")
+        base = {k: v for k, v in base.items() if k not in ("method", "method.variant", "noise.rate")}
+        base["method"] = ["original"]
     sweeps = [base]
     for extra in EXTRA_SWEEPS.get(table, []):
         sweeps.append({**{k: v for k, v in base.items() if k not in ("method", "method.variant")}, **extra})
