@@ -145,6 +145,60 @@ def test_comparison_against_an_independent_computation(tmp_path):
     assert set(other["status"]) <= {"not_run", "unavailable_offline"}
 
 
+def _write_cell_rows(root, experiment: str, dataset: str, noise: str, method: str, values: list[float],
+                     model: dict | None = None) -> None:
+    """Committed-style rows of one cell (accuracy, validation selection) under ``root/experiment``."""
+    base = root / experiment
+    base.mkdir(parents=True, exist_ok=True)
+    cell = f"data={dataset},method={method},noise={noise},model={json.dumps(model or {}, sort_keys=True)}"
+    rows = [{"experiment": experiment.split("@")[0], "dataset": dataset, "noise": noise, "method": method,
+             "model": "logistic", "sp": "linear", "selection": "validation",
+             "params": json.dumps({"model": model or {}, "sp": {"gamma": 0.1}}),
+             "seed": seed, "lam": 1.0, "time_s": 0.1, "n_restarts": np.nan, "info": json.dumps({}),
+             "config_hash": "abc", "metric": "accuracy", "value": v} for seed, v in enumerate(values)]  # fmt: skip
+    pd.DataFrame(rows).to_csv(base / f"{cell}__abc.csv", index=False)
+    index = base / "index.csv"
+    entries = pd.read_csv(index).to_dict("records") if index.is_file() else []
+    entries.append({"cell": cell, "overrides": "", "config_hash": "abc", "file": f"{cell}__abc.csv"})
+    pd.DataFrame(entries).to_csv(index, index=False)
+
+
+def test_worse_cells_are_explained_by_the_clean_reference_or_the_authors_noise(tmp_path):
+    """A classification cell far below the paper: explained when the paper is more than 3 of its stds
+    above the plain model's clean-label accuracy (pendigits here), or when the same cell under the
+    authors' noise is within 3 stds (mfeat-pixel here); otherwise it stays unexplained."""
+    _write_cell_rows(tmp_path, "gaga_table5", "pendigits", "uniform_flip@0.2", "original", [0.80, 0.82])
+    _write_cell_rows(tmp_path, "gaga_table5", "mfeat_pixel", "uniform_flip@0.3", "original", [0.70, 0.71])
+    _write_cell_rows(tmp_path, "gaga_table5", "mfeat_pixel", "uniform_flip@0.3", "acs", [0.70, 0.72])
+    _write_cell_rows(tmp_path, "gaga_table5@clean", "pendigits", "uniform_flip@0", "original", [0.81, 0.83, 0.82])
+    # a second row of the same configuration (rows differing only in their noise rate): counted once
+    _write_cell_rows(tmp_path, "gaga_table5@clean", "pendigits", "uniform_flip@0.0", "original", [0.81, 0.83])
+    # the reference of another row's model on the same data (Table 3's two mfeat-pixel rows differ in
+    # C): the noisy cells' model parameters pick the row's own
+    _write_cell_rows(tmp_path, "gaga_table5@clean", "pendigits", "uniform_flip@0", "original", [0.5, 0.6], {"C": 2})
+    _write_cell_rows(tmp_path, "gaga_table5@clean", "mfeat_pixel", "uniform_flip@0", "original", [0.88, 0.87])
+    _write_cell_rows(tmp_path, "gaga_table5@authors", "mfeat_pixel", "near_boundary_flip@0.3", "original", [0.84])
+    cells = cmp.compare_table("5", tmp_path).cells
+    val = cells[cells["selection"] == "validation"].set_index(["dataset", "method"])
+    pen = val.loc[("pendigits", "original")]
+    assert pen["clean_mean"] == pytest.approx(0.82) and pen["clean_runs"] == 3
+    assert pen["clean_std"] == pytest.approx(np.std([0.81, 0.83, 0.82], ddof=1))
+    gap = (0.982 - 0.82) / 0.007  # the paper's Table 5, pendigits‡ Original: 0.982 ± 0.007
+    assert f"the paper's mean is {gap:.0f} of its stds above" in pen["reason"]
+    assert "0.820 ± 0.010, 3 runs" in pen["reason"]
+    # every method of the row gets the row's reference (GAGA has no rows here: not run)
+    assert val.loc[("pendigits", "gaga"), "clean_mean"] == pytest.approx(0.82)
+    mf = val.loc[("mfeat_pixel", "original")]
+    assert mf["authors_runs"] == 1 and mf["authors_z"] == pytest.approx((0.84 - 0.827) / 0.028)
+    assert "under the authors' noise" in mf["reason"] and "ours is 0.840 (1 runs)" in mf["reason"]
+    # mfeat-pixel ACS: its reference (0.875) is below the paper's 0.937 by less than 3 stds (0.054)
+    # and it has no authors' row: unexplained
+    assert val.loc[("mfeat_pixel", "acs"), "reason"].endswith(cmp.FIDELITY_NOTE["worse"])
+    md = cmp.clean_lines(cells).set_index("row")
+    assert md.loc["pendigits‡", "plain model, clean labels"] == "0.820 ± 0.010 (3)"
+    assert md.loc["pendigits‡", "paper: best"].endswith("(gaga)")
+
+
 def test_deferred_and_failed_cells_carry_their_reason(tmp_path):
     """A cell without rows listed in ``deferred.csv`` is ``not_run`` with the measured reason, one in
     ``failures.csv`` is ``failed``; the others keep the generic ``not_run`` reason."""
@@ -178,6 +232,25 @@ def test_far_classification_cells_are_explained_only_in_the_direction_the_noise_
     inverted = cmp._status(pd.Series({**base, "noise_rate": 0.6, "z": -50.0}), {})
     assert inverted == ("reproduced", "|z| > 3, ours worse than the paper: " + cmp.FIDELITY_NOTE["inverted"])
     assert cmp._status(pd.Series({**base, "noise_rate": 0.4, "z": -5.0}), {}) == below
+
+
+def test_readme_counts_the_far_cells_by_reason():
+    notes = cmp.FIDELITY_NOTE
+    ran = pd.DataFrame({
+        "z": [5.0, -4.0, -9.0, -6.0, 0.5, np.inf, -3.5],
+        "reason": ["|z| > 3: " + notes["regression"], "|z| > 3, ours worse than the paper: " + notes["worse"],
+                   "x; |z| > 3, ours worse than the paper: " + notes["clean_ceiling"].format(gap=9, mean=0.8, std=0.01,
+                                                                                            runs=5),
+                   "|z| > 3, ours worse than the paper: " + notes["inverted"], "", "5 of 20 runs committed",
+                   "|z| > 3, ours worse than the paper: " + notes["worse"]],
+    })  # fmt: skip
+    lines = cmp._far_reasons(ran)
+    counts = {line.split(" | ")[0].lstrip("| "): int(line.rstrip(" |").rsplit("| ", 1)[1]) for line in lines[2:-1]}
+    assert sum(counts.values()) == 6  # every cell with |z| > 3 counted once (0.5 is not)
+    assert counts["ours below: not explained"] == 2
+    assert counts["ours below: the paper is above the plain model's clean-label accuracy (`--variant clean`)"] == 1
+    assert counts["regression: the paper's metric is another scale (RMSE of a min-max target, no intercept)"] == 1
+    assert sum(v for k, v in counts.items() if k.startswith("other")) == 1
 
 
 def test_order_mark():
