@@ -546,6 +546,7 @@ def bar_figure(cells: pd.DataFrame, title: str, path: Path) -> None:
     nrow = math.ceil(len(rows) / ncol)
     fig, axes = plt.subplots(nrow, ncol, figsize=(3.2 * ncol, 2.6 * nrow), squeeze=False)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    refs: list[bool] = []
     for ax, (label, grp) in zip(axes.flat, rows, strict=False):
         grp = grp.set_index("method")
         x = np.arange(len(methods))
@@ -557,7 +558,12 @@ def bar_figure(cells: pd.DataFrame, title: str, path: Path) -> None:
             ax.bar(x[j] - 0.2, r["ours_mean"], 0.4, yerr=r["ours_std"], color=c, capsize=2)
             ax.bar(x[j] + 0.2, r["paper_mean"], 0.4, yerr=r["paper_std"], color="white", edgecolor=c,
                    hatch="///", capsize=2)  # fmt: skip
-        lows = pd.concat([grp["ours_mean"] - grp["ours_std"].fillna(0), grp["paper_mean"] - grp["paper_std"].fillna(0)])
+        clean = grp["clean_mean"].dropna() if "clean_mean" in grp else pd.Series(dtype=float)
+        if len(clean):  # the row's plain model on clean training labels
+            ax.axhline(float(clean.iloc[0]), color="0.4", linestyle="--", linewidth=0.8)
+            refs.append(True)
+        lows = pd.concat([grp["ours_mean"] - grp["ours_std"].fillna(0), grp["paper_mean"] - grp["paper_std"].fillna(0),
+                          clean])  # fmt: skip
         if _higher_better(str(grp["metric"].iloc[0])) and lows.notna().any():
             ax.set_ylim(bottom=max(0.0, float(lows.min()) - 0.05))  # accuracies: zoom onto the differences
         ax.set_xticks(x, methods, rotation=45, ha="right", fontsize=7)
@@ -566,7 +572,8 @@ def bar_figure(cells: pd.DataFrame, title: str, path: Path) -> None:
         ax.tick_params(axis="y", labelsize=7)
     for ax in list(axes.flat)[len(rows):]:
         ax.axis("off")
-    fig.suptitle(f"{title}: ours (solid, validation selection) vs paper (hatched)", fontsize=9)
+    dashed = "; dashed: the plain model on clean labels" if refs else ""
+    fig.suptitle(f"{title}: ours (solid, validation selection) vs paper (hatched){dashed}", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
