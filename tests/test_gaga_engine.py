@@ -378,6 +378,57 @@ def test_active_set_svm_fit_solves_the_weighted_dual(seed, dup, zeros):
     assert np.allclose(a2, a, atol=1e-12) and abs(b2 - b) <= 1e-12
 
 
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), dup=st.integers(0, 4), zeros=st.integers(0, 10))
+def test_libsvm_start_gives_the_active_set_methods_optimum(seed, dup, zeros):
+    """Where guess-and-check gives up (here: one round, from the sets of a = 0), the fit from
+    libsvm's sets and the primal active-set method from the warm start return the same exact
+    optimum of the weighted dual (RBF kernel, duplicated samples, samples with v = 0)."""
+    from spl_bench.gaga.systems import WeightedSVMDual
+    from spl_bench.models.svm import SVMModel
+
+    n, C = 60, 2.0
+    X, y, K = _svm_problem(seed, n, dup)
+    rng = np.random.default_rng(seed + 2)
+    Q = K * np.outer(y, y)
+    v = rng.uniform(0.2, 1.0, n)
+    v[rng.choice(n, zeros, replace=False)] = 0.0
+    if np.unique(y[v > 0]).size < 2:
+        return
+    u = C * v
+    fits = {}
+    for start in (True, False):
+        solver = WeightedSVMDual(Q, y, max_rounds=1)
+        solver.libsvm_start = start
+        fits[start] = (solver.fit(u, np.zeros(n)), solver.n_libsvm_starts)
+    (out, _), (ref, starts_ref) = fits[True], fits[False]
+    assert starts_ref == 0
+    if ref is None or out is None:  # a route may give up (the caller then uses libsvm)
+        return
+    a, b, g = out
+    model = SVMModel(C=C, gamma=0.5)
+    p = Params(dual_coef=a, intercept=b, X_fit=X, y_fit=y, extra={"gamma": 0.5})
+    assert model.kkt_violation(p, X, y, v) <= 1e-8
+    assert np.allclose(g, 1.0 - y * model.decision_function(p, X), atol=1e-9)
+    # the optimum's decision values are unique (Q positive definite up to duplicated samples)
+    p_ref = Params(dual_coef=ref[0], intercept=ref[1], X_fit=X, y_fit=y, extra={"gamma": 0.5})
+    assert np.allclose(model.decision_function(p, X), model.decision_function(p_ref, X), atol=1e-8)
+
+
+def test_libsvm_start_is_taken_when_guess_and_check_gives_up():
+    """The case of the test above where one round of guess-and-check cannot settle: the fit
+    comes from libsvm's sets (counted), not from the primal active-set method."""
+    from spl_bench.gaga.systems import WeightedSVMDual
+
+    X, y, K = _svm_problem(3, 60, 0)
+    solver = WeightedSVMDual(K * np.outer(y, y), y, max_rounds=1)
+    calls = []
+    qp = solver._active_set_qp
+    solver._active_set_qp = lambda u, a0: calls.append(1) or qp(u, a0)
+    assert solver.fit(np.full(60, 2.0), np.zeros(60)) is not None
+    assert solver.n_libsvm_starts == 1 and not calls
+
+
 def test_svm_path_is_the_same_with_the_active_set_fit_or_libsvm():
     """The ACS steps' solver is an implementation detail: same critical points, same restarts."""
     from sklearn.datasets import load_breast_cancer

@@ -1063,6 +1063,7 @@ def age_path(
             meta["n_acs_libsvm_fallbacks"] = system.dual_solver.n_fallbacks
             meta["n_acs_highs"] = system.dual_solver.n_highs
             meta["n_acs_lowrank"] = system.dual_solver.n_lowrank
+            meta["n_acs_libsvm_starts"] = system.dual_solver.n_libsvm_starts
     if groups is None:
         return tr.to_path(meta)
     meta["duplicate_column_groups"] = [np.flatnonzero(groups.group == g).tolist()

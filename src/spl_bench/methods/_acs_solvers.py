@@ -92,8 +92,11 @@ class _ACSDual(WeightedSVMDual):
     set has at most ``d + 1`` samples (rank ``Q <= d``; guess-and-check is singular there), so
     that is cheap; with an RBF kernel on a Table 2 row it is not (pendigits, 2,098 rows: one
     fallback took 770+ iterations with ~370 free samples, and the run spent nearly all its time
-    there).  ACS then fits that step by libsvm instead, as the model's solver would.
+    there).  ACS then fits that step by libsvm instead, as the model's solver would (and not
+    from libsvm's sets exactly, as GAGA's warm starts do: ``libsvm_start`` is off).
     """
+
+    libsvm_start = False
 
     def __init__(self, Q: Array, y: Array, duplicates: NDArray[np.intp] | None, qp_fallback: bool,
                  factor: Array | None = None) -> None:
