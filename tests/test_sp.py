@@ -118,3 +118,22 @@ def test_closed_forms_declared_smooth_across_zero_are(name, lam, eps):
 
 def test_the_mixture_form_needs_positive_losses():
     assert get_sp("mixture").clip_mixed_loss is True
+
+
+@pytest.mark.parametrize(("name", "params"), REGS)
+def test_v_star_on_a_population_of_loss_vectors(name, params):
+    """MOSPL's use: a (population x n) array with zero and infinite losses gives, row by row, the
+    values of the scalar calls, with no warning from the mixed formula outside M."""
+    import warnings
+
+    sp = get_sp(name, **params)
+    rng = np.random.default_rng(0)
+    L = rng.exponential(2.0, size=(5, 40))
+    L[0, :3] = 0.0
+    L[1, :2] = np.inf
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        V = sp.v_star(L, 1.3)
+    one = np.array([[sp.v_star(np.array([x]), 1.3)[0] for x in row] for row in L])
+    assert V.shape == L.shape and np.array_equal(V, one)
+    assert np.all(V[1, :2] == 0.0) and np.all(V[0, :3] == 1.0)
