@@ -190,7 +190,8 @@ def compare_table(key: str, rows_root: Path | None = None, failures: dict | None
     name = VARIED.get(table)
     pap["pval"] = pap["param"].map(lambda p: _param_value(p, name)) if name else np.nan
     recs = []
-    sources = [("", summarize_ours(load_ours(experiment, rows_root), table))]
+    noisy = load_ours(experiment, rows_root)
+    sources = [("", summarize_ours(noisy, table))]
     for variant in VARIANTS:
         extra = summarize_ours(load_ours(f"{experiment}@{variant}", rows_root), table)
         if len(extra):
@@ -199,8 +200,7 @@ def compare_table(key: str, rows_root: Path | None = None, failures: dict | None
         recs += _join(paper, table, pap, ours, name, variant)
     cells = pd.DataFrame(recs)
     cells["z"] = (cells["ours_mean"] - cells["paper_mean"]) / cells["paper_std"]
-    _add_clean_reference(cells, clean_reference(experiment, table, rows_root),
-                         _row_models(experiment, table, rows_root), name)
+    _add_clean_reference(cells, clean_reference(experiment, table, rows_root), _row_models(noisy, table), name)
     _add_authors_z(cells)
     cells["status"], cells["reason"] = zip(*[_status(r, failures or {}) for r in cells.itertuples()], strict=True)
     return TableComparison(key, experiment, paper, table, cells)
@@ -236,10 +236,9 @@ def clean_reference(experiment: str, table: int, rows_root: Path | None = None) 
     return out.reset_index()[cols]
 
 
-def _row_models(experiment: str, table: int, rows_root: Path | None = None) -> dict[tuple, set[str]]:
-    """``(dataset, noise rate, varied parameter) -> model parameters`` of a table's noisy rows: which
-    clean-label reference belongs to a paper cell (Table 3's two mfeat-pixel rows differ in C)."""
-    rows = load_ours(experiment, rows_root)
+def _row_models(rows: pd.DataFrame, table: int) -> dict[tuple, set[str]]:
+    """``(dataset, noise rate, varied parameter) -> model parameters`` of a table's noisy ``rows``:
+    which clean-label reference belongs to a paper cell (Table 3's two mfeat-pixel rows differ in C)."""
     out: dict[tuple, set[str]] = {}
     if rows.empty:
         return out
