@@ -37,7 +37,7 @@ from scipy.integrate import BDF, DOP853, LSODA, RK45, OdeSolver
 from scipy.optimize import brentq
 from threadpoolctl import threadpool_limits
 
-from spl_bench.gaga import checkpoint
+from spl_bench.gaga import checkpoint, segment_nb
 from spl_bench.gaga.acs_skip import AffineSkip
 from spl_bench.gaga.continuation import PredictorCorrector
 from spl_bench.gaga.glm_system import GLMSystem
@@ -58,7 +58,9 @@ class EngineOptions:
     """Numerical settings of the engine."""
 
     # scipy OdeSolver: "auto" (RK45; LSODA from a segment's step ``stiff_steps`` on), LSODA, BDF,
-    # RK45 or DOP853; or "PC", the predictor-corrector continuation (gaga/continuation.py)
+    # RK45 or DOP853; or "PC", the predictor-corrector continuation (gaga/continuation.py); or
+    # "compiled": the lasso's segments by the compiled follower (gaga/segment_nb.py), other
+    # systems and the segments it hands back as "auto"
     method: str = "auto"
     stiff_steps: int = 40
     rtol: float = 1e-7
@@ -152,7 +154,10 @@ MAX_RETAKES = 4
 #: scipy ODE solvers the engine can drive step by step (``EngineOptions.method``)
 ODE_SOLVERS: dict[str, type[OdeSolver]] = {"LSODA": LSODA, "BDF": BDF, "RK45": RK45, "DOP853": DOP853}
 #: accepted values of ``EngineOptions.method``
-ODE_METHODS = ("auto", *ODE_SOLVERS, "PC")
+ODE_METHODS = ("auto", *ODE_SOLVERS, "PC", "compiled")
+#: accepted steps of a compiled segment (:mod:`spl_bench.gaga.segment_nb`) between two returns
+#: to the tracker (a longer segment continues in another call)
+COMPILED_CAP = 256
 #: seconds between two calls of the ``progress`` callback of :func:`age_path` from inside a segment
 #: (the call at the end of every segment is always made)
 PROGRESS_INTERVAL = 0.25
@@ -249,6 +254,8 @@ class _Tracker:
         self.n_rhs = 0
         self.n_failed_warm_starts = 0
         self.n_stiff_switches = 0  # segments handed from RK45 to LSODA (method "auto")
+        self.n_compiled_segments = 0  # calls of the compiled follower (method "compiled")
+        self.n_compiled_handbacks = 0  # of those, segments it handed back to the ODE route
         self.n_retaken_steps = 0  # steps retaken shorter: no partial optimum at their end
         self.n_acs_skips = 0  # affine extrapolations in warm starts (acs_skip_ahead)
         self.n_acs_skipped = 0  # ACS iterations they skipped (a jump to a piece's fixed point: not counted)
@@ -539,12 +546,51 @@ class _Tracker:
 
     def segment(self, lam0: float, lam_max: float) -> float:
         """Follow the path from ``lam0`` with fixed sets until an event; return the new age."""
+        if self.o.method == "compiled":
+            data = self.sys.compiled_segment_data()
+            if data is not None:
+                return self.compiled_segment(lam0, lam_max, data)
+        return self.ode_segment(lam0, lam_max)
+
+    def compiled_segment(self, lam0: float, lam_max: float, data: tuple[Any, ...]) -> float:
+        """The segment by the compiled follower (:func:`spl_bench.gaga.segment_nb.follow`).
+
+        Its accepted steps are recorded as the ODE route records its steps (projected points
+        with their exact tangents); a located critical point goes to :meth:`event` as the ODE
+        route's does.  Where it gives up (singular ``J``, corrector failure, a fold), the ODE
+        route continues the segment from its last accepted step.
+        """
+        o, sysm = self.o, self.sys
+        status, ages, pts, tans, n_rec, t_end, w_end, crossed, n_lu, _ = segment_nb.follow(
+            *data, lam0, sysm.theta(), lam_max, o.max_step, o.newton_tol, o.event_tol, o.dense_tol,
+            COMPILED_CAP)
+        self.n_compiled_segments += 1
+        self.n_steps += n_rec
+        self.n_rhs += n_lu
+        for i in range(n_rec):
+            sysm.set_theta(pts[i])
+            self.record(float(ages[i]), deriv=sysm.full_derivative(tans[i]))
+        sysm.set_theta(w_end)
+        if n_rec:
+            self.report(float(ages[n_rec - 1]))
+        if status == segment_nb.EVENT:
+            return self.event(float(t_end), lam_max, crossed)
+        if status == segment_nb.REACHED:
+            return lam_max
+        if status == segment_nb.FULL:
+            return float(t_end)
+        self.n_compiled_handbacks += 1
+        return self.ode_segment(float(t_end), lam_max)
+
+    def ode_segment(self, lam0: float, lam_max: float) -> float:
+        """:meth:`segment` on the ODE route (``EngineOptions.method``; ``auto`` for ``compiled``)."""
         o = self.o
         sysm = self.sys
         theta0 = sysm.theta()
         d0 = self.rhs(lam0, np.append(theta0, 0.0))[:-1]
         sign0 = self.last_sign
-        name = "RK45" if o.method == "auto" else o.method
+        auto = o.method in ("auto", "compiled")
+        name = "RK45" if auto else o.method
         solver = self.solver(name, lam0, theta0, lam_max, o.max_step, self.first_step(theta0, d0, lam0, lam_max))
         t_prev, theta_prev = lam0, theta0  # the step start and its projected point
         n_seg_steps = retakes = 0
@@ -626,7 +672,7 @@ class _Tracker:
             t_prev, theta_prev = t1, theta1
             if solver.status == "finished":
                 return lam_max
-            if o.method == "auto" and name == "RK45" and n_seg_steps >= o.stiff_steps:
+            if auto and name == "RK45" and n_seg_steps >= o.stiff_steps:
                 # an explicit method taking this many short steps without reaching a critical
                 # point: the path ODE may be stiff here; LSODA (stiffness detection, BDF) goes on
                 name = "LSODA"
@@ -1049,6 +1095,8 @@ def age_path(
         "n_failed_warm_starts": tr.n_failed_warm_starts,
         "ode_method": opts.method,
         "n_stiff_switches": tr.n_stiff_switches,
+        "n_compiled_segments": tr.n_compiled_segments,
+        "n_compiled_handbacks": tr.n_compiled_handbacks,
         "n_retaken_steps": tr.n_retaken_steps,
         "n_acs_skips": tr.n_acs_skips,
         "n_acs_skipped": tr.n_acs_skipped,

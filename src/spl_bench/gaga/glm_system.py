@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from spl_bench.gaga import segment_nb
 from spl_bench.gaga.inner import weighted_lasso
 from spl_bench.gaga.linalg import (
     AnyFactor,
@@ -525,6 +526,22 @@ class GLMSystem(GLMDesign, PathSystem):
 
     def residual_scale(self) -> float:
         return self.penalty.kkt_scale(self.w, self.n)
+
+    def compiled_segment_data(self) -> tuple[Any, ...] | None:
+        """The compiled follower's arrays (:mod:`spl_bench.gaga.segment_nb`) for the lasso
+        (quadratic datafit, L1 penalty) with a regularizer it has the closed form of, and fewer
+        than ``refine_min_dim`` active features (above, the refined solves of :meth:`factor`
+        cost less than its LU per step); ``None`` otherwise."""
+        if not (type(self.datafit) is Quadratic and type(self.penalty) is L1):
+            return None
+        kind = segment_nb.sp_kind(self.sp)
+        if kind is None or int(self.active.sum()) >= self.refine_min_dim:
+            return None
+        if "compiled" not in self._cache:
+            self._cache["compiled"] = (
+                self._XA(), self._X_inactive(), self.y, self.code, self.sign[self.active],
+                np.flatnonzero(self.active), np.flatnonzero(~self.active), self.penalty.level(self.n), *kind)
+        return self._cache["compiled"]
 
     # --------------------------------------------------------------- events
     #: per set code (E, M, D): h1 = SGN ell + A_LO lo + A_HI hi, the distance to the lower boundary

@@ -182,6 +182,11 @@ class PathSystem(ABC):
     def residual_scale(self) -> float:
         """Scale of ``F`` used for relative tolerances."""
 
+    def compiled_segment_data(self) -> tuple[Any, ...] | None:
+        """The arrays :func:`spl_bench.gaga.segment_nb.follow` takes for the current sets, or
+        ``None`` where the compiled follower does not apply (the default: the ODE route)."""
+        return None
+
     # -- events ----------------------------------------------------------------
     @abstractmethod
     def events(self, theta: Array, lam: float, idx: NDArray[np.intp] | None = None) -> Array:

@@ -31,11 +31,13 @@ class GAGA(SPLEstimator):
     max_candidates : int
         Cap on the number of recorded points used as candidates (evenly thinned;
         critical points are always kept).
-    ode_method : {"auto", "LSODA", "BDF", "RK45", "DOP853", "PC"}
+    ode_method : {"auto", "LSODA", "BDF", "RK45", "DOP853", "PC", "compiled"}
         The scipy ODE solver that follows the path between critical points; ``"auto"``
         is RK45, handing a segment over to LSODA when it takes many short steps.  ``"PC"``:
         predictor-corrector continuation on ``F = 0`` (one factorisation per step;
-        :mod:`spl_bench.gaga.continuation`), the same critical points.
+        :mod:`spl_bench.gaga.continuation`), the same critical points.  ``"compiled"``: the
+        lasso's segments by the compiled predictor-corrector (:mod:`spl_bench.gaga.segment_nb`),
+        every other model as ``"auto"``.
     rtol, atol, max_step : float
         ODE solver settings.
     jump_delta : float

@@ -1,0 +1,154 @@
+"""The compiled lasso segment follower (``EngineOptions.method="compiled"``, gaga/segment_nb.py).
+
+Each compiled piece against an independent computation: the regularizers' closed forms against
+the SP classes, ``F``, its Jacobians and the event functions against the NumPy path system
+(:class:`GLMSystem`), the LU against LAPACK through NumPy; and whole paths against the ODE
+route: the same event log (kinds, moves, ages to 1e-8), KKT at every recorded point, the same
+path between critical points.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from spl_bench.gaga import age_path, segment_nb
+from spl_bench.gaga.engine import EngineOptions
+from spl_bench.gaga.systems import make_system
+from spl_bench.models import Params, get_model
+from spl_bench.sp import get_sp
+from test_gaga_engine import _diabetes, _lasso_kkt
+
+SPS = [("linear", {}), ("mixture", {"gamma": 0.3}), ("mixture", {"gamma": 2.0}), ("log", {}),
+       ("polynomial", {"t": 1.5}), ("polynomial", {"t": 3.0}), ("hard", {})]
+
+
+@settings(max_examples=60, deadline=None)
+@given(which=st.integers(0, len(SPS) - 1), lam=st.floats(0.05, 0.95), frac=st.floats(0.0, 1.2))
+def test_sp_kernels_match_the_regularizers(which, lam, frac):
+    name, params = SPS[which]
+    sp = get_sp(name, **params)
+    kind, p = segment_nb.sp_kind(sp)
+    lo, hi = sp.thresholds(lam)
+    assert segment_nb.sp_thresholds(kind, p, lam) == pytest.approx((lo, hi), rel=1e-15, abs=0.0)
+    if name == "hard":
+        return
+    ell = lo + frac * (hi - lo)
+    if name == "polynomial" and ell >= lam:
+        ell = lo + 0.99 * (hi - lo)  # (1 - ell/lam)^q is not real past the boundary
+    v, dl, dlam = segment_nb.sp_mixed(kind, p, ell, lam)
+    ref_v = sp.v_mixed(np.array([ell]), lam)[0]
+    ref_dl, ref_dlam = (a[0] for a in sp.dv_mixed(np.array([ell]), lam))
+    assert v == pytest.approx(ref_v, rel=1e-12, abs=1e-14)
+    assert dl == pytest.approx(ref_dl, rel=1e-12, abs=1e-14)
+    assert dlam == pytest.approx(ref_dlam, rel=1e-12, abs=1e-14)
+
+
+def test_sp_kind_only_for_the_classes_it_has_the_formulas_of():
+    class OtherLinear(type(get_sp("linear"))):
+        pass
+
+    assert segment_nb.sp_kind(OtherLinear()) is None
+    assert segment_nb.sp_kind(get_sp("mixture", gamma=0.7)) == (segment_nb.SP_MIXTURE, 0.7)
+
+
+@pytest.mark.parametrize("name,params", [s for s in SPS if s[0] != "log"])
+def test_residual_jacobians_and_events_match_the_glm_system(name, params):
+    X, y = _diabetes(n=70, d=9, seed=4)
+    model, sp, lam = get_model("lasso", alpha=0.01), get_sp(name, **params), 1.3
+    rng = np.random.default_rng(0)
+    w = np.where(rng.random(9) < 0.6, rng.normal(size=9), 0.0)
+    sysm = make_system(model, sp, X, y)
+    sysm.init_from(Params(coef=w), lam)
+    XA, XI, yy, code, sign_A, acols, icols, lev, kind, p = sysm.compiled_segment_data()
+    theta = sysm.theta()
+    live = code != 2
+    XL, yL, cL = np.ascontiguousarray(XA[live]), y[live], code[live]
+    F = segment_nb.residual(XL, yL, cL, lev * sign_A, theta, lam, kind, p)
+    assert np.allclose(F, sysm.residual(theta, lam), rtol=1e-12, atol=1e-12)
+    J, Jl = segment_nb.jacobians(XL, yL, cL, theta, lam, kind, p)
+    J0, Jl0 = sysm.jacobians(theta, lam)
+    assert np.allclose(J, J0, rtol=1e-12, atol=1e-10) and np.allclose(Jl, Jl0, rtol=1e-12, atol=1e-12)
+    h = segment_nb.events(XA, XI, yy, code, sign_A, acols, icols, lev, theta, lam, kind, p)
+    h0 = sysm.events(theta, lam)
+    assert np.array_equal(np.isinf(h), np.isinf(h0))
+    fin = np.isfinite(h0)
+    assert np.allclose(h[fin], h0[fin], rtol=1e-12, atol=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(k=st.integers(1, 12), seed=st.integers(0, 10_000), rank_drop=st.booleans())
+def test_lu_solves_and_signs_as_lapack_does(k, seed, rank_drop):
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(k, k))
+    if rank_drop and k > 1:
+        A[-1] = A[0] * 2.0 - A[min(1, k - 1)] * (k > 2)  # a row that is a combination of others
+        _, _, _, ok = segment_nb.lu_factor(A)
+        assert not ok
+        return
+    LU, perm, sign, ok = segment_nb.lu_factor(A)
+    b = rng.normal(size=k)
+    assert ok
+    x = segment_nb.lu_solve(LU, perm, b)
+    assert np.allclose(A @ x, b, atol=1e-9 * (1 + np.abs(A).sum(axis=1).max() * np.abs(x).max()))
+    assert sign == np.sign(np.linalg.det(A))
+
+
+def _events(path):
+    return [(e["kind"], e["lam"], e["moves"]) for e in path.events]
+
+
+@pytest.mark.parametrize("name,params,lam_range,seed", [
+    ("linear", {}, (0.2, 3.0), 0),
+    ("mixture", {"gamma": 0.3}, (0.2, 3.0), 1),
+    ("log", {}, (0.1, 0.9), 0),
+    ("polynomial", {"t": 1.5}, (0.2, 5.0), 2),
+    ("hard", {}, (0.2, 3.0), 0),
+])
+def test_compiled_route_gives_the_ode_routes_path(name, params, lam_range, seed):
+    """Same event log (kinds, moves, ages to 1e-8), KKT <= 1e-6 at every recorded point, the
+    same path on a grid (1e-6), with the segments followed by the compiled loop."""
+    X, y = _diabetes(n=80, d=8, seed=seed)
+    kw = dict(model="lasso", sp=name, sp_params=params or None, lam_range=lam_range, alpha=0.01)
+    ref = age_path(X, y, **kw)
+    cmp_ = age_path(X, y, **kw, options=EngineOptions(method="compiled"))
+    ev, ev0 = _events(cmp_), _events(ref)
+    assert len(ev0) >= 15
+    assert [(k, m) for k, _, m in ev] == [(k, m) for k, _, m in ev0]
+    assert np.allclose([t for _, t, _ in ev], [t for _, t, _ in ev0], rtol=1e-8, atol=1e-10)
+    assert cmp_.meta["n_compiled_segments"] >= len(ev0)
+    # KKT at the steps the compiled loop recorded (at a jump point of the hard regularizer, v* is
+    # discontinuous and a sample sits on its threshold)
+    kkt = _lasso_kkt(cmp_, X, y, 0.01, get_sp(name, **params))
+    steps = cmp_.point_kind == "step"
+    assert steps.sum() >= 5 and kkt[steps].max() <= 1e-6
+    grid = np.linspace(lam_range[0] + 1e-3, lam_range[1] - 1e-3, 150)
+    jumps = [t for k, t, _ in ev0 if k == "jump"]
+    grid = np.array([t for t in grid if all(abs(t - j) > 1e-3 for j in jumps)])
+    w, w0 = cmp_.at(grid)[0], ref.at(grid)[0]
+    assert np.max(np.abs(w - w0)) <= 1e-6 * (1 + np.abs(w0).max())
+
+
+def test_compiled_route_hands_folds_back_to_the_ode_route():
+    """Where ``det J`` changes sign inside a step (a fold: the polynomial regularizer's path
+    turns back), the compiled loop hands the segment back and the ODE route locates the fold:
+    the same jumps as the ODE route alone."""
+    X, y = _diabetes(n=80, d=8, seed=2)
+    kw = dict(model="lasso", sp="polynomial", sp_params={"t": 1.5}, lam_range=(0.2, 5.0), alpha=0.01)
+    ref = age_path(X, y, **kw)
+    cmp_ = age_path(X, y, **kw, options=EngineOptions(method="compiled"))
+    assert cmp_.meta["n_compiled_handbacks"] > 0
+    assert [(e["kind"], e.get("reason")) for e in cmp_.events] == [(e["kind"], e.get("reason")) for e in ref.events]
+
+
+def test_compiled_method_leaves_other_models_on_the_ode_route():
+    X, y = _diabetes(n=60, d=5, seed=1)
+    y = np.where(y > 0, 1.0, -1.0)
+    kw = dict(model="logistic", sp="linear", lam_range=(0.05, 1.0), C=1.0)
+    ref = age_path(X, y, **kw)
+    cmp_ = age_path(X, y, **kw, options=EngineOptions(method="compiled"))
+    assert cmp_.meta["n_compiled_segments"] == 0
+    assert _events(cmp_) == _events(ref)
+    assert np.array_equal(cmp_.lambdas, ref.lambdas)
