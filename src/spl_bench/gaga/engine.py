@@ -254,8 +254,9 @@ class _Tracker:
         self.n_rhs = 0
         self.n_failed_warm_starts = 0
         self.n_stiff_switches = 0  # segments handed from RK45 to LSODA (method "auto")
-        self.n_compiled_segments = 0  # calls of the compiled follower (method "compiled")
-        self.n_compiled_handbacks = 0  # of those, segments it handed back to the ODE route
+        self.n_compiled_calls = 0  # calls of the compiled follower (method "compiled")
+        self.n_compiled_events = 0  # critical points it handled
+        self.n_compiled_handbacks = 0  # segments it handed back to the ODE route
         self.n_retaken_steps = 0  # steps retaken shorter: no partial optimum at their end
         self.n_acs_skips = 0  # affine extrapolations in warm starts (acs_skip_ahead)
         self.n_acs_skipped = 0  # ACS iterations they skipped (a jump to a piece's fixed point: not counted)
@@ -373,6 +374,10 @@ class _Tracker:
             dvec, db = self.sys.full_derivative(d)
         else:
             dvec, db = deriv
+        self._append(lam, vec, b, dvec, db, kind)
+
+    def _append(self, lam: float, vec: Array, b: float, dvec: Array, db: float, kind: str) -> None:
+        """One recorded point of the current segment."""
         if self.lams and lam < self.lams[-1]:  # pragma: no cover - defensive
             raise RuntimeError("age-path went backwards")
         self.lams.append(float(lam))
@@ -546,41 +551,45 @@ class _Tracker:
 
     def segment(self, lam0: float, lam_max: float) -> float:
         """Follow the path from ``lam0`` with fixed sets until an event; return the new age."""
-        if self.o.method == "compiled":
-            data = self.sys.compiled_segment_data()
-            if data is not None:
-                return self.compiled_segment(lam0, lam_max, data)
+        o = self.o
+        if o.method == "compiled":
+            run = self.sys.compiled_follow(lam0, lam_max, o, COMPILED_CAP, o.max_events - len(self.events),
+                                           self.last_event)
+            if run is not None:
+                return self.compiled_segment(run, lam_max)
         return self.ode_segment(lam0, lam_max)
 
-    def compiled_segment(self, lam0: float, lam_max: float, data: tuple[Any, ...]) -> float:
-        """The segment by the compiled follower (:func:`spl_bench.gaga.segment_nb.follow`).
+    def compiled_segment(self, run: segment_nb.CompiledRun, lam_max: float) -> float:
+        """Take over what the compiled follower did (:meth:`PathSystem.compiled_follow`).
 
-        Its accepted steps are recorded as the ODE route records its steps (projected points
-        with their exact tangents); a located critical point goes to :meth:`event` as the ODE
-        route's does.  Where it gives up (singular ``J``, corrector failure, a fold), the ODE
-        route continues the segment from its last accepted step.
+        Its records and its turning points go into the path as this tracker's own would; a
+        critical point it leaves (a jump: the continuation check fails) goes to :meth:`event`;
+        where it gives up (singular ``J``, corrector failure, a fold), the ODE route continues
+        the segment from its last accepted step.
         """
-        o, sysm = self.o, self.sys
-        status, ages, pts, tans, n_rec, t_end, w_end, crossed, n_lu, _ = segment_nb.follow(
-            *data, lam0, sysm.theta(), lam_max, o.max_step, o.newton_tol, o.event_tol, o.dense_tol,
-            COMPILED_CAP)
-        self.n_compiled_segments += 1
-        self.n_steps += n_rec
-        self.n_rhs += n_lu
-        for i in range(n_rec):
-            sysm.set_theta(pts[i])
-            self.record(float(ages[i]), deriv=sysm.full_derivative(tans[i]))
-        sysm.set_theta(w_end)
-        if n_rec:
-            self.report(float(ages[n_rec - 1]))
-        if status == segment_nb.EVENT:
-            return self.event(float(t_end), lam_max, crossed)
-        if status == segment_nb.REACHED:
+        seg0 = self.seg
+        self.n_compiled_calls += 1
+        self.n_compiled_events += len(run.events)
+        self.n_rhs += int(run.counts[0])
+        self.n_steps += int(run.counts[2])
+        for lam, vec, b, dvec, db, offset, kind in run.records:
+            self.seg = seg0 + offset
+            self._append(lam, vec, b, dvec, db, kind)
+        for ev in run.events:
+            self.events.append(ev)
+            self.n_restarts += ev["kind"] == "jump"
+        self.seg = seg0 + len(run.events)
+        if len(run.events) >= 2:  # the tracker's repeat count, as if it had seen each of them
+            self.last_event, self.repeats = run.events[-2]["lam"], 0
+        self.report(run.t_end)
+        if run.status == segment_nb.EVENT:
+            return self.event(run.t_end, lam_max, run.crossed)
+        if run.status == segment_nb.REACHED:
             return lam_max
-        if status == segment_nb.FULL:
-            return float(t_end)
+        if run.status == segment_nb.FULL:
+            return run.t_end
         self.n_compiled_handbacks += 1
-        return self.ode_segment(float(t_end), lam_max)
+        return self.ode_segment(run.t_end, lam_max)
 
     def ode_segment(self, lam0: float, lam_max: float) -> float:
         """:meth:`segment` on the ODE route (``EngineOptions.method``; ``auto`` for ``compiled``)."""
@@ -1095,7 +1104,8 @@ def age_path(
         "n_failed_warm_starts": tr.n_failed_warm_starts,
         "ode_method": opts.method,
         "n_stiff_switches": tr.n_stiff_switches,
-        "n_compiled_segments": tr.n_compiled_segments,
+        "n_compiled_calls": tr.n_compiled_calls,
+        "n_compiled_events": tr.n_compiled_events,
         "n_compiled_handbacks": tr.n_compiled_handbacks,
         "n_retaken_steps": tr.n_retaken_steps,
         "n_acs_skips": tr.n_acs_skips,

@@ -527,21 +527,44 @@ class GLMSystem(GLMDesign, PathSystem):
     def residual_scale(self) -> float:
         return self.penalty.kkt_scale(self.w, self.n)
 
-    def compiled_segment_data(self) -> tuple[Any, ...] | None:
-        """The compiled follower's arrays (:mod:`spl_bench.gaga.segment_nb`) for the lasso
-        (quadratic datafit, L1 penalty) with a regularizer it has the closed form of, and fewer
-        than ``refine_min_dim`` active features (above, the refined solves of :meth:`factor`
-        cost less than its LU per step); ``None`` otherwise."""
+    def compiled_follow(self, lam0: float, lam_max: float, opts: Any, cap: int, max_events: int,
+                        last_event: float) -> segment_nb.CompiledRun | None:
+        """The path from ``lam0`` by the compiled follower (:func:`segment_nb.follow`), for the
+        lasso (quadratic datafit, L1 penalty) with a regularizer it has the closed form of and
+        fewer than ``refine_min_dim`` active features (above, the refined solves of
+        :meth:`factor` cost less than its LU per step); ``None`` where it does not apply.
+
+        ``opts``: the engine's options (``max_step``, ``newton_tol``, ``event_tol``,
+        ``dense_tol``).  The system's state is left where the compiled loop stopped.
+        """
         if not (type(self.datafit) is Quadratic and type(self.penalty) is L1):
             return None
         kind = segment_nb.sp_kind(self.sp)
         if kind is None or int(self.active.sum()) >= self.refine_min_dim:
             return None
-        if "compiled" not in self._cache:
-            self._cache["compiled"] = (
-                self._XA(), self._X_inactive(), self.y, self.code, self.sign[self.active],
-                np.flatnonzero(self.active), np.flatnonzero(~self.active), self.penalty.level(self.n), *kind)
-        return self._cache["compiled"]
+        active, sign, w, code = self.active.copy(), self.sign.copy(), self.w.copy(), self.code.copy()
+        (status, n_rec, ages, recw, recd, rkind, rseg, n_ev, ev_lam, ev_kind, n_mv, mv, t_end, crossed,
+         counts) = segment_nb.follow(
+            np.ascontiguousarray(self.X, dtype=float), np.ascontiguousarray(self.y, dtype=float), active, sign,
+            w, code, self.penalty.level(self.n), *kind, lam0, lam_max, opts.max_step, opts.newton_tol,
+            opts.event_tol, opts.dense_tol, cap, max_events, last_event)
+        moves: list[list[tuple[int, str, str]]] = [[] for _ in range(n_ev)]
+        feature_set = (INACTIVE, ACTIVE)
+        for e, i, feat, a, b in mv[:n_mv]:
+            names = feature_set if feat else SAMPLE_SETS
+            moves[e].append((int(i), names[int(a)], names[int(b)]))
+        kinds = ("step", "critical", "after")
+        records = [(float(ages[r]), recw[r].copy(), 0.0, recd[r].copy(), 0.0, int(rseg[r]), kinds[rkind[r]])
+                   for r in range(n_rec)]
+        events: list[dict[str, Any]] = []
+        for e in range(n_ev):
+            if ev_kind[e]:
+                events.append({"lam": float(ev_lam[e]), "kind": "jump", "moves": moves[e],
+                               "reason": "discontinuous: new partial optimum found by Newton"})
+            else:
+                events.append({"lam": float(ev_lam[e]), "kind": "turning", "moves": moves[e]})
+        self.restore({"w": w, "b": self.b, "active": active, "sign": sign, "code": code, "piece": self.piece})
+        return segment_nb.CompiledRun(int(status), records, events, float(t_end), crossed, counts)
 
     # --------------------------------------------------------------- events
     #: per set code (E, M, D): h1 = SGN ell + A_LO lo + A_HI hi, the distance to the lower boundary

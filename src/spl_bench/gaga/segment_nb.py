@@ -38,10 +38,14 @@ SP classes).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 from numba import njit
+from numpy.typing import NDArray
 
-from spl_bench.sp.base import EASY, MIXED, SPRegularizer
+from spl_bench.sp.base import EASY, HARD, MIXED, SPRegularizer
 from spl_bench.sp.hard import HardSP
 from spl_bench.sp.linear import LinearSP
 from spl_bench.sp.log import LogSP
@@ -312,49 +316,59 @@ def _hermite(t0: float, h: float, w0: np.ndarray, w1: np.ndarray, d0: np.ndarray
 
 
 @njit(cache=True)
-def follow(XA: np.ndarray, XI: np.ndarray, y: np.ndarray, code: np.ndarray, sign_A: np.ndarray,
-           acols: np.ndarray, icols: np.ndarray, lev: float, kind: int, p: float,
-           lam0: float, w0: np.ndarray, lam_max: float, max_step: float,
-           newton_tol: float, event_tol: float, dense_tol: float, cap: int):
-    """Follow the segment from ``(lam0, w0)`` until the first event, ``lam_max`` or ``cap`` steps.
+def _sets(X: np.ndarray, y: np.ndarray, active: np.ndarray, code: np.ndarray, sign: np.ndarray):
+    """The arrays of the current sets: ``(acols, icols, X_A, X_I, X_LA, y_L, code_L, sign_A)``."""
+    acols = np.flatnonzero(active)
+    icols = np.flatnonzero(np.logical_not(active))
+    XA = np.ascontiguousarray(X[:, acols])
+    XI = np.ascontiguousarray(X[:, icols])
+    live = np.flatnonzero(code != HARD)
+    XL = np.ascontiguousarray(XA[live])
+    return acols, icols, XA, XI, XL, y[live].copy(), code[live].copy(), sign[acols].copy()
 
-    Returns ``(status, ages, points, tangents, n_steps, t_end, w_end, crossed, n_lu, n_rejected)``:
-    the accepted step ends (projected points and their tangents, at most ``cap``); with
-    ``EVENT``, the located critical point ``(t_end, w_end)`` and the crossed event positions
-    (those violated at the step end or the interior point that saw them); with ``REACHED`` /
-    ``FULL`` / ``GAVE_UP``, ``t_end`` is the last accepted age (``lam0`` if none).
+
+@njit(cache=True)
+def _start(XA, XI, y, code, sign_A, acols, icols, lev, kind, p, XL, yL, cL, w, t):
+    """The state a segment starts from: ``(LU, perm, sign of det J, tangent, events at (w, t),
+    events a step ``eps`` along the tangent, ok)``."""
+    J, Jl = jacobians(XL, yL, cL, w, t, kind, p)
+    LU, perm, sign, ok = lu_factor(J)
+    if not ok:
+        e = np.empty(0)
+        return LU, perm, sign, w.copy(), e, e, False
+    dw = lu_solve(LU, perm, -Jl)
+    eps = 1e-7 * max(1.0, t)
+    ha = events(XA, XI, y, code, sign_A, acols, icols, lev, w, t, kind, p)
+    hb = events(XA, XI, y, code, sign_A, acols, icols, lev, w + eps * dw, t + eps, kind, p)
+    return LU, perm, sign, dw, ha, hb, True
+
+
+@njit(cache=True)
+def _segment(XA, XI, y, code, sign_A, acols, icols, lev, kind, p, XL, yL, cL, lam0, w0, LU, perm, sign0, dw,
+             ha, hb, lam_max, max_step, newton_tol, event_tol, dense_tol, ages, recw, recd, rkind, rseg, n_rec,
+             seg, counts):
+    """Follow one segment from ``(lam0, w0)`` (its :func:`_start` state) until the first event,
+    ``lam_max`` or a full record buffer.
+
+    Accepted steps are written to the record buffers (full coefficient vectors, kind 0).
+    Returns ``(status, n_rec, t_end, w_end, crossed, tangent)``: with ``EVENT`` the located
+    critical point, the crossed event positions (those violated at the step end, or at the
+    interior point that saw them) and the tangent there (a change of the sign of ``det J`` up to
+    the critical point is a fold: ``GAVE_UP``); otherwise ``t_end`` is the last accepted age.  ``counts`` gathers the
+    factorisations, rejected and accepted steps.
     """
     n = y.size
     k = w0.size
     d = acols.size + icols.size
-    live = np.flatnonzero(code != 2)
-    XL = np.ascontiguousarray(XA[live])
-    yL = y[live].copy()
-    cL = code[live].copy()
-    grad_pen = lev * sign_A
-    ages = np.empty(cap)
-    pts = np.empty((cap, k))
-    tans = np.empty((cap, k))
     no_cross = np.empty(0, dtype=np.int64)
+    no_tan = np.empty(0)
     ok_res = 1e3 * newton_tol
-    n_lu = 0
-    n_rej = 0
-    n_rec = 0
-
-    # the start: its factor, tangent and sign of det J
+    cap = ages.size
     t, w = lam0, w0.copy()
-    J, Jl = jacobians(XL, yL, cL, w, t, kind, p)
-    LU, perm, sign0, ok = lu_factor(J)
-    n_lu += 1
-    if not ok:
-        return GAVE_UP, ages, pts, tans, 0, t, w, no_cross, n_lu, n_rej
-    dw = lu_solve(LU, perm, -Jl)
 
     # first step: a little past the first event predicted along the tangent (_Tracker.first_step)
     span = lam_max - t
     eps = 1e-7 * max(1.0, t)
-    ha = events(XA, XI, y, code, sign_A, acols, icols, lev, w, t, kind, p)
-    hb = events(XA, XI, y, code, sign_A, acols, icols, lev, w + eps * dw, t + eps, kind, p)
     best = np.inf
     for i in range(ha.size):
         sl = (hb[i] - ha[i]) / eps
@@ -367,7 +381,7 @@ def follow(XA: np.ndarray, XI: np.ndarray, y: np.ndarray, code: np.ndarray, sign
 
     while True:
         if n_rec >= cap:
-            return FULL, ages, pts, tans, n_rec, t, w, no_cross, n_lu, n_rej
+            return FULL, n_rec, t, w, no_cross, no_tan
         # ---- one accepted step from (t, w, dw): predictor, corrector, step control
         accepted = False
         w1 = w
@@ -381,20 +395,20 @@ def follow(XA: np.ndarray, XI: np.ndarray, y: np.ndarray, code: np.ndarray, sign
             t1 = t + h
             if t1 >= lam_max or lam_max - t1 < 1e-12 * max(1.0, abs(t1)):
                 t1, h = lam_max, lam_max - t
-            w1, res, nl = project(XL, yL, cL, grad_pen, lev, w + h * dw, t1, kind, p, LU, perm, True,
+            w1, res, nl = project(XL, yL, cL, lev * sign_A, lev, w + h * dw, t1, kind, p, LU, perm, True,
                                   newton_tol)
-            n_lu += nl
+            counts[0] += nl
             if res <= ok_res:
                 J, Jl = jacobians(XL, yL, cL, w1, t1, kind, p)
                 LU1, perm1, sign1, ok = lu_factor(J)
-                n_lu += 1
+                counts[0] += 1
                 if not ok:
-                    return GAVE_UP, ages, pts, tans, n_rec, t, w, no_cross, n_lu, n_rej
+                    return GAVE_UP, n_rec, t, w, no_cross, no_tan
                 d1 = lu_solve(LU1, perm1, -Jl)
                 wm = 0.5 * (w + w1) + 0.125 * h * (dw - d1)
-                pm, res_m, nl = project(XL, yL, cL, grad_pen, lev, wm, t + 0.5 * h, kind, p, LU1, perm1,
+                pm, res_m, nl = project(XL, yL, cL, lev * sign_A, lev, wm, t + 0.5 * h, kind, p, LU1, perm1,
                                         True, newton_tol)
-                n_lu += nl
+                counts[0] += nl
                 err = _max_abs(pm - wm) / (1.0 + _max_abs(pm))
                 if res_m <= ok_res and err <= dense_tol:
                     accepted = True
@@ -405,19 +419,18 @@ def follow(XA: np.ndarray, XI: np.ndarray, y: np.ndarray, code: np.ndarray, sign
                     h *= SHRINK
             else:
                 h *= SHRINK
-            n_rej += 1
+            counts[1] += 1
             if h <= 1e-12 * max(1.0, abs(t)):
                 break
         if not accepted or sign1 != sign0:
             # the corrector fails even on short steps, or det J changes sign (a fold): the
             # reference route retakes the step and locates the fold
-            return GAVE_UP, ages, pts, tans, n_rec, t, w, no_cross, n_lu, n_rej
+            return GAVE_UP, n_rec, t, w, no_cross, no_tan
 
         # ---- events at the step end, then at the interior points of the interpolant
         wscale = 1e-3 + _max_abs(w)
-        hi1 = sp_thresholds(kind, p, t1)[1]
         he = events(XA, XI, y, code, sign_A, acols, icols, lev, w1, t1, kind, p)
-        sc = _scale(d, n, k, acols, wscale, hi1)
+        sc = _scale(d, n, k, acols, wscale, sp_thresholds(kind, p, t1)[1])
         crossed = np.flatnonzero(he < -event_tol * sc)
         t_end, w_end = t1, w1
         for f in INTERIOR:
@@ -426,11 +439,11 @@ def follow(XA: np.ndarray, XI: np.ndarray, y: np.ndarray, code: np.ndarray, sign
             hs = events(XA, XI, y, code, sign_A, acols, icols, lev, ws, s, kind, p)
             scs = _scale(d, n, k, acols, wscale, sp_thresholds(kind, p, s)[1])
             if np.any(hs < -event_tol * scs):  # confirmed on the projected point
-                ps, res_s, nl = project(XL, yL, cL, grad_pen, lev, ws, s, kind, p, LU1, perm1, True,
+                ps, res_s, nl = project(XL, yL, cL, lev * sign_A, lev, ws, s, kind, p, LU1, perm1, True,
                                         newton_tol)
-                n_lu += nl
+                counts[0] += nl
                 if res_s > ok_res:
-                    return GAVE_UP, ages, pts, tans, n_rec, t, w, no_cross, n_lu, n_rej
+                    return GAVE_UP, n_rec, t, w, no_cross, no_tan
                 bs = np.flatnonzero(events(XA, XI, y, code, sign_A, acols, icols, lev, ps, s, kind, p)
                                     < -event_tol * scs)
                 if bs.size:
@@ -438,27 +451,277 @@ def follow(XA: np.ndarray, XI: np.ndarray, y: np.ndarray, code: np.ndarray, sign
                     break
         if crossed.size:
             t_star, w_star, ok = _locate(XA, XI, y, code, sign_A, acols, icols, lev, kind, p, XL, yL, cL,
-                                         grad_pen, newton_tol, event_tol, wscale, crossed,
+                                         lev * sign_A, newton_tol, event_tol, wscale, crossed,
                                          t, h, w, w1, dw, d1, t_end, w_end, LU1, perm1)
             if not ok:
-                return GAVE_UP, ages, pts, tans, n_rec, t, w, no_cross, n_lu, n_rej
-            J, _ = jacobians(XL, yL, cL, w_star, t_star, kind, p)
-            _, _, sign_s, ok = lu_factor(J)
-            n_lu += 1
-            if not ok or sign_s != sign0:
-                return GAVE_UP, ages, pts, tans, n_rec, t, w, no_cross, n_lu, n_rej
-            return EVENT, ages, pts, tans, n_rec, t_star, w_star, crossed, n_lu, n_rej
+                return GAVE_UP, n_rec, t, w, no_cross, no_tan
+            # the tangent at the critical point on these sets, and the sign of det J there
+            J, Jl = jacobians(XL, yL, cL, w_star, t_star, kind, p)
+            LUs, perms, sign_s, ok = lu_factor(J)
+            counts[0] += 1
+            if not ok or sign_s != sign0:  # a fold inside the step: the reference route locates it
+                return GAVE_UP, n_rec, t, w, no_cross, no_tan
+            return EVENT, n_rec, t_star, w_star, crossed, lu_solve(LUs, perms, -Jl)
 
         # ---- accept: record the projected end and its tangent
         ages[n_rec] = t1
-        pts[n_rec] = w1
-        tans[n_rec] = d1
+        recw[n_rec] = 0.0
+        recd[n_rec] = 0.0
+        for j in range(k):
+            recw[n_rec, acols[j]] = w1[j]
+            recd[n_rec, acols[j]] = d1[j]
+        rkind[n_rec] = 0
+        rseg[n_rec] = seg
         n_rec += 1
+        counts[2] += 1
         t, w, dw, LU, perm = t1, w1, d1, LU1, perm1
         if t >= lam_max:
-            return REACHED, ages, pts, tans, n_rec, t, w, no_cross, n_lu, n_rej
+            return REACHED, n_rec, t, w, no_cross, no_tan
         grow = GROW if err == 0.0 else min(GROW, max(SHRINK, 0.9 * (dense_tol / err) ** 0.25))
         h = h * grow
+
+
+@njit(cache=True)
+def _move(pos, X, y, active, sign, w, code, lam, kind, p, moves, n_mv, ev):
+    """``GLMSystem.move`` of the event positions ``pos`` (sorted, unique) at ``lam``; each move
+    is written to ``moves`` as ``(event, index, is_feature, from, to)`` (features: 1 active,
+    0 inactive; samples: their set codes).  Returns the new number of moves."""
+    n = y.size
+    d = active.size
+    lo, hi = sp_thresholds(kind, p, lam)
+    mixed_ok = hi - lo > 1e-12 * max(1.0, hi)
+    vr = np.empty(0)
+    for q in pos:
+        if q < d:
+            j = q
+            if active[j]:
+                active[j] = False
+                w[j] = 0.0
+                sign[j] = 0.0
+                moves[n_mv, 3], moves[n_mv, 4] = 1, 0
+            else:
+                if vr.size == 0:  # v ell' before any move (features come first in pos)
+                    r = X @ w - y
+                    v, dl, dlam = np.empty(n), np.empty(n), np.empty(n)
+                    _weights(r, code, lam, kind, p, v, dl, dlam)
+                    vr = v * r
+                g = 0.0
+                for i in range(n):
+                    g += X[i, j] * vr[i]
+                active[j] = True
+                w[j] = 0.0
+                sign[j] = 1.0 if g < 0 else -1.0  # L1.entering_sign
+                moves[n_mv, 3], moves[n_mv, 4] = 0, 1
+            moves[n_mv, 0], moves[n_mv, 1], moves[n_mv, 2] = ev, j, 1
+        else:
+            i = (q - d) % n
+            upper = (q - d) >= n
+            old = code[i]
+            if old == EASY:
+                new = MIXED if mixed_ok else HARD
+            elif old == MIXED:
+                new = HARD if upper else EASY
+            else:
+                new = MIXED if mixed_ok else EASY
+            code[i] = new
+            moves[n_mv, 0], moves[n_mv, 1], moves[n_mv, 2] = ev, i, 0
+            moves[n_mv, 3], moves[n_mv, 4] = old, new
+        n_mv += 1
+    return n_mv
+
+
+@njit(cache=True)
+def follow(X: np.ndarray, y: np.ndarray, active: np.ndarray, sign: np.ndarray, w: np.ndarray,
+           code: np.ndarray, lev: float, kind: int, p: float, lam0: float, lam_max: float, max_step: float,
+           newton_tol: float, event_tol: float, dense_tol: float, cap: int, max_events: int,
+           last_event: float):
+    """Follow the path from ``lam0`` through its turning points until ``lam_max``, a jump, a
+    point the compiled loop leaves to the tracker, or full buffers.
+
+    ``active``, ``sign``, ``w`` (full coefficient vector) and ``code`` are the state; they are
+    updated in place.  Each critical point is handled as ``_Tracker.event`` handles it: the
+    fired positions move, the point is recorded with the old sets' tangent (kind 1), and the
+    continuation check (Newton on the new sets, every event function ``>= 0`` a step ``1e-7``
+    on, indices at their boundary that would cross at once moved too, 10 rounds) decides.  A
+    turning point, or a discontinuous one that Newton resolves at the same age (``v*`` jumps),
+    is recorded again with the new sets (kind 2) and the loop goes on; any other outcome
+    leaves the state on the old sets at the critical point and returns ``EVENT`` with the
+    crossed positions, for the tracker's own event handling (its jumps and warm starts).
+    It returns after a critical point at the same age as the one before (``last_event`` for
+    the first), so the tracker sees chattering as it would on its own route.
+
+    Returns ``(status, n_rec, ages, recw, recd, rkind, rseg, n_ev, ev_lam, ev_kind, n_mv, moves,
+    t_end, crossed, counts)``: the records (age, coefficients, tangent, kind 0 step / 1
+    critical / 2 after, segment offset), the handled critical points (age, kind 0 turning /
+    1 discontinuous) with their moves (``_move``), the age reached and, with ``EVENT``, the
+    crossed positions; ``counts`` = (factorisations, rejected steps, accepted steps).
+    """
+    n = y.size
+    d = X.shape[1]
+    ages = np.empty(cap)
+    recw = np.empty((cap, d))
+    recd = np.empty((cap, d))
+    rkind = np.zeros(cap, dtype=np.int8)
+    rseg = np.zeros(cap, dtype=np.int64)
+    ev_lam = np.empty(max(max_events, 1))
+    ev_kind = np.zeros(max(max_events, 1), dtype=np.int8)
+    moves = np.empty((4 * cap + d + 2 * n, 5), dtype=np.int64)
+    counts = np.zeros(3, dtype=np.int64)
+    n_rec = n_ev = n_mv = 0
+    no_cross = np.empty(0, dtype=np.int64)
+    t = lam0
+    acols, icols, XA, XI, XL, yL, cL, sign_A = _sets(X, y, active, code, sign)
+    wA = w[acols].copy()
+    LU, perm, sign0, dw, ha, hb, ok = _start(XA, XI, y, code, sign_A, acols, icols, lev, kind, p, XL, yL,
+                                             cL, wA, t)
+    counts[0] += 1
+    if not ok:
+        return (GAVE_UP, n_rec, ages, recw, recd, rkind, rseg, n_ev, ev_lam, ev_kind, n_mv, moves, t,
+                no_cross, counts)
+    while True:
+        status, n_rec, t, wA, crossed, d_old = _segment(
+            XA, XI, y, code, sign_A, acols, icols, lev, kind, p, XL, yL, cL, t, wA, LU, perm, sign0, dw, ha, hb,
+            lam_max, max_step, newton_tol, event_tol, dense_tol, ages, recw, recd, rkind, rseg, n_rec, n_ev,
+            counts)
+        w[acols] = wA
+        if status != EVENT:
+            return (status, n_rec, ages, recw, recd, rkind, rseg, n_ev, ev_lam, ev_kind, n_mv, moves, t,
+                    no_cross, counts)
+        if n_ev >= max_events or n_rec + 2 > cap or n_mv + d + 2 * n > moves.shape[0]:
+            return (EVENT, n_rec, ages, recw, recd, rkind, rseg, n_ev, ev_lam, ev_kind, n_mv, moves, t,
+                    crossed, counts)
+        # ---- the critical point at t, on the old sets (_Tracker.event)
+        h = events(XA, XI, y, code, sign_A, acols, icols, lev, wA, t, kind, p)
+        sc = _scale(d, n, acols.size, acols, 1e-3 + _max_abs(w), sp_thresholds(kind, p, t)[1])
+        fire_mask = h < -event_tol * sc
+        for q in crossed:
+            if h[q] <= 1e3 * event_tol * sc[q]:
+                fire_mask[q] = True
+        fire = np.flatnonzero(fire_mask)
+        # ---- move, keeping what is needed to undo it
+        active0, sign_0, w0, code0 = active.copy(), sign.copy(), w.copy(), code.copy()
+        n_mv0, n_rec0 = n_mv, n_rec
+        n_mv = _move(fire, X, y, active, sign, w, code, t, kind, p, moves, n_mv, n_ev)
+        ages[n_rec] = t
+        recw[n_rec] = w
+        recd[n_rec] = 0.0
+        for j in range(acols.size):
+            recd[n_rec, acols[j]] = d_old[j]
+        rkind[n_rec] = 1
+        rseg[n_rec] = n_ev
+        n_rec += 1
+        moved = fire_mask
+        # ---- continuation check on the new sets
+        ok = False
+        for _ in range(10):
+            acols, icols, XA, XI, XL, yL, cL, sign_A = _sets(X, y, active, code, sign)
+            wA, res, nl = project(XL, yL, cL, lev * sign_A, lev, w[acols].copy(), t, kind, p, LU, perm, False,
+                                  newton_tol)
+            counts[0] += nl
+            if res > 1e3 * newton_tol:
+                break
+            w[acols] = wA
+            eps = 1e-7 * max(1.0, t)
+            LU, perm, sign0, dw, ha, hb, okf = _start(XA, XI, y, code, sign_A, acols, icols, lev, kind, p, XL,
+                                                      yL, cL, wA, t)
+            counts[0] += 1
+            if not okf:  # singular: the tracker's least-squares fallback
+                break
+            if t + eps >= lam_max:
+                ok = True
+                break
+            sc = _scale(d, n, acols.size, acols, 1e-3 + _max_abs(w), sp_thresholds(kind, p, t + eps)[1])
+            fail = np.flatnonzero(hb < -1e-3 * eps * sc)
+            if fail.size == 0:
+                ok = True
+                break
+            new_mask = np.zeros(moved.size, dtype=np.bool_)
+            all_at_bound = True
+            for q in fail:
+                if ha[q] <= 1e3 * event_tol * sc[q]:
+                    if not moved[q]:
+                        new_mask[q] = True
+                else:
+                    all_at_bound = False
+            new = np.flatnonzero(new_mask)
+            if not all_at_bound or new.size == 0:
+                break
+            for q in new:
+                moved[q] = True
+            n_mv = _move(new, X, y, active, sign, w, code, t, kind, p, moves, n_mv, n_ev)
+        if not ok:
+            # undo: the tracker handles this critical point (a jump)
+            active[:], sign[:], w[:], code[:] = active0, sign_0, w0, code0
+            n_mv, n_rec = n_mv0, n_rec0
+            acols, icols, XA, XI, XL, yL, cL, sign_A = _sets(X, y, active, code, sign)
+            return (EVENT, n_rec, ages, recw, recd, rkind, rseg, n_ev, ev_lam, ev_kind, n_mv, moves, t,
+                    crossed, counts)
+        gap = _max_abs(w - w0)
+        ev_lam[n_ev] = t
+        ev_kind[n_ev] = 1 if gap > 1e-7 * (1.0 + _max_abs(w0)) else 0
+        n_ev += 1
+        ages[n_rec] = t
+        recw[n_rec] = w
+        recd[n_rec] = 0.0
+        for j in range(acols.size):
+            recd[n_rec, acols[j]] = dw[j]
+        rkind[n_rec] = 2
+        rseg[n_rec] = n_ev
+        n_rec += 1
+        prev = ev_lam[n_ev - 2] if n_ev >= 2 else last_event
+        if t - prev <= 1e-12 * max(1.0, t) or t >= lam_max:
+            # the same age as the critical point before: the tracker counts the repeats
+            return (REACHED if t >= lam_max else FULL, n_rec, ages, recw, recd, rkind, rseg, n_ev, ev_lam,
+                    ev_kind, n_mv, moves, t, no_cross, counts)
+        wA = w[acols].copy()
+
+
+@njit(cache=True)
+def _crossed_min(XA, XI, y, code, sign_A, slot, lev, w, lam, kind, p, crossed, wscale, event_tol):
+    """``min`` over the ``crossed`` positions of (event function + its tolerance) at ``(w, lam)``:
+    the rows of the samples involved only, and every residual only when an inactive feature
+    is among them (its subgradient sums over all samples)."""
+    n = y.size
+    d = slot.size
+    lo, hi = sp_thresholds(kind, p, lam)
+    vr = np.empty(0)
+    for q in crossed:
+        if q < d and slot[q] < 0:
+            r = XA @ w - y
+            v, dl, dlam = np.empty(n), np.empty(n), np.empty(n)
+            _weights(r, code, lam, kind, p, v, dl, dlam)
+            vr = v * r
+            break
+    out = np.inf
+    for q in crossed:
+        if q < d:
+            sl = slot[q]
+            if sl >= 0:
+                val = sign_A[sl] * w[sl] + event_tol * wscale
+            else:
+                g = 0.0
+                col = -sl - 1
+                for i in range(n):
+                    g += XI[i, col] * vr[i]
+                val = 1.0 - abs(g) / lev + event_tol
+        else:
+            i = (q - d) % n
+            ri = -y[i]
+            for j in range(w.size):
+                ri += XA[i, j] * w[j]
+            ell = 0.5 * ri * ri
+            c = code[i]
+            if q - d >= n:
+                val = hi - ell if c == MIXED else np.inf
+            elif c == EASY:
+                val = lo - ell
+            elif c == MIXED:
+                val = ell - lo
+            else:
+                val = ell - hi
+            val += event_tol * (1.0 + hi)
+        out = min(out, val)
+    return out
 
 
 @njit(cache=True)
@@ -477,14 +740,14 @@ def _locate(XA, XI, y, code, sign_A, acols, icols, lev, kind, p, XL, yL, cL, gra
     d = acols.size + icols.size
     k = w0.size
     xtol = 1e-14 * max(1.0, t_end)
+    slot = np.empty(d, dtype=np.int64)  # feature -> position among the active (>= 0) / inactive (< 0)
+    for j in range(k):
+        slot[acols[j]] = j
+    for j in range(icols.size):
+        slot[icols[j]] = -(j + 1)
 
     def H_at(ws, s):
-        hs = events(XA, XI, y, code, sign_A, acols, icols, lev, ws, s, kind, p)
-        sc = _scale(d, n, k, acols, wscale, sp_thresholds(kind, p, s)[1])
-        out = np.inf
-        for i in crossed:
-            out = min(out, hs[i] + event_tol * sc[i])
-        return out
+        return _crossed_min(XA, XI, y, code, sign_A, slot, lev, ws, s, kind, p, crossed, wscale, event_tol)
 
     def H_proj(s):
         ws = _hermite(t0, h, w0, w1, d0, d1, s)
@@ -557,3 +820,22 @@ def sp_kind(sp: SPRegularizer) -> tuple[int, float] | None:
     if hit is None:
         return None
     return hit[0], float(getattr(sp, hit[1])) if hit[1] else 0.0
+
+
+@dataclass
+class CompiledRun:
+    """What one call of :func:`follow` did, in the tracker's terms (:meth:`GLMSystem.compiled_follow`).
+
+    ``records``: ``(age, coefficients, intercept, tangent, its intercept, segment offset, kind)``
+    with kind ``step`` / ``critical`` / ``after``; ``events``: the handled critical points as
+    the tracker logs them; ``t_end``: the age reached (with ``status == EVENT``, a critical
+    point left to the tracker, with its ``crossed`` event positions); ``counts``:
+    factorisations, rejected steps, accepted steps.
+    """
+
+    status: int
+    records: list[tuple[float, Any, float, Any, float, int, str]]
+    events: list[dict[str, Any]]
+    t_end: float
+    crossed: NDArray[np.intp]
+    counts: NDArray[np.int64]

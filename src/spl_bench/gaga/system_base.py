@@ -182,9 +182,10 @@ class PathSystem(ABC):
     def residual_scale(self) -> float:
         """Scale of ``F`` used for relative tolerances."""
 
-    def compiled_segment_data(self) -> tuple[Any, ...] | None:
-        """The arrays :func:`spl_bench.gaga.segment_nb.follow` takes for the current sets, or
-        ``None`` where the compiled follower does not apply (the default: the ODE route)."""
+    def compiled_follow(self, lam0: float, lam_max: float, opts: Any, cap: int, max_events: int,
+                        last_event: float) -> Any:
+        """The path from ``lam0`` by a compiled follower (:mod:`spl_bench.gaga.segment_nb`), or
+        ``None`` where there is none (the default: the engine's ODE route)."""
         return None
 
     # -- events ----------------------------------------------------------------
