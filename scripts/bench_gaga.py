@@ -143,6 +143,23 @@ def ms_per_data_pass(model_name, mparams, sp, X, y, path, repeats: int = 20) -> 
         return 1e3 * (time.process_time() - c0) / repeats
 
 
+def reference_columns(method, path, c_gaga, X, y, model_name, sp, lam_range, mparams) -> dict:
+    """GAGA timed again with the reference ODE ``method`` in this process: its CPU seconds, the
+    speed-up of the benchmarked method over it, and the agreement of the two event logs (same
+    number and kinds of critical points, the largest difference of their ages)."""
+    if method is None:
+        return {}
+    c0 = time.process_time()
+    ref = age_path(X, y, model=model_name, sp=sp, lam_range=lam_range, options=EngineOptions(method=method),
+                   **mparams)
+    c_ref = time.process_time() - c0
+    same = [e["kind"] for e in ref.events] == [e["kind"] for e in path.events]
+    dlam = (max((abs(a["lam"] - b["lam"]) for a, b in zip(ref.events, path.events, strict=True)), default=0.0)
+            if same else np.nan)
+    return {"reference_method": method, "reference_cpu_s": c_ref, "ratio_reference_over_gaga": c_ref / c_gaga,
+            "same_critical_points": same, "max_critical_age_diff": dlam}
+
+
 def _last_params(model, path, X, y):
     from spl_bench.models import Params
     from spl_bench.models.svm import resolve_gamma
@@ -261,6 +278,9 @@ def main() -> None:
     ap.add_argument("--out", default="results/bench")
     ap.add_argument("--stem", default=None, help="output file stem (default gaga or gaga_quick)")
     ap.add_argument("--method", default="auto", choices=ODE_METHODS, help="ODE solver of the engine")
+    ap.add_argument("--reference-method", default=None, choices=ODE_METHODS,
+                    help="also time GAGA with this ODE method in the same process (columns reference_*): "
+                         "the speed-up of --method over it, and whether both give the same critical points")
     ap.add_argument("--svm-max-n", type=int, default=None,
                     help="use only the first N training rows for the SVM case (the full case is hours)")
     ap.add_argument("--plot-only", action="store_true", help="redraw the scaling figure from the CSV and exit")
@@ -294,6 +314,8 @@ def main() -> None:
         t_gaga, c_gaga = time.perf_counter() - t0, time.process_time() - c0
         cc = path.critical_counts()
         pass_ms = ms_per_data_pass(model_name, mparams, sp, X, y, path)
+        ref_cols = reference_columns(args.reference_method, path, c_gaga, X, y, model_name, sp,
+                                     (args.lam_min, lam_max), mparams)
         if args.no_acs:
             t_coarse = c_coarse = t_fine = c_fine = c_own_coarse = c_own_fine = np.nan
             extrap = None
@@ -322,6 +344,7 @@ def main() -> None:
             "authors_code_s": None,
             "ratio_authors_over_gaga": None,
             "ode_method": args.method,
+            **ref_cols,
             "n_failed_warm_starts": path.meta["n_failed_warm_starts"],
             "machine": platform.node(),
         }

@@ -1067,6 +1067,7 @@ def age_path(
         system = make_system(mdl, spr, X_path, y)
         if isinstance(system, SVMSystem) and not opts.svm_active_set:
             system.dual_solver = None
+        system.compiled_fits = opts.method == "compiled"
         tr = _Tracker(system, mdl, spr, X_path, y, opts)
     tr.progress = progress
     # time_s counts the time before the checkpoint this call resumed from

@@ -495,7 +495,8 @@ class GLMSystem(GLMDesign, PathSystem):
         Otherwise, or if these do not converge, the model's solver.
         """
         if isinstance(self.datafit, Quadratic) and isinstance(self.penalty, L1):
-            w = weighted_lasso(self.X, self.y, v, self.penalty.level(self.n), warm.coef)
+            w = weighted_lasso(self.X, self.y, v, self.penalty.level(self.n), warm.coef,
+                               compiled=self.compiled_fits)
             if w is not None:
                 return Params(coef=w)
         elif self.smooth_fit() and warm.coef is not None and np.isfinite(warm.coef).all():

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from spl_bench.gaga import inner_nb
 from spl_bench.gaga.linalg import (
     AnyFactor,
     Factor,
@@ -42,14 +43,21 @@ def canonical_duplicates(labels: NDArray[np.intp] | None) -> NDArray[np.intp] | 
     return first[np.searchsorted(np.unique(labels), labels)]
 
 
-def weighted_lasso(X: Array, y: Array, v: Array, lev: float, w0: Array, max_iter: int = 500) -> Array | None:
+def weighted_lasso(X: Array, y: Array, v: Array, lev: float, w0: Array, max_iter: int = 500,
+                   compiled: bool = False) -> Array | None:
     """Exact ``argmin_w 1/2 sum_i v_i (y_i - x_i^T w)^2 + lev ||w||_1`` by an active-set method.
 
     Warm-started from ``w0``: solve the equality system on the active set with fixed signs,
     step back to the first coefficient that would change sign (and drop it), add the most
     violating inactive coordinate, until the subgradient conditions hold to 1e-12.
     Returns ``None`` if it does not converge (the caller then uses the model's solver).
+    ``compiled``: the same method compiled (:func:`spl_bench.gaga.inner_nb.weighted_lasso`).
     """
+    if compiled:
+        w_nb, ok = inner_nb.weighted_lasso(np.ascontiguousarray(X, dtype=float), np.asarray(y, dtype=float),
+                                           np.asarray(v, dtype=float), float(lev),
+                                           np.array(w0, dtype=float), max_iter)
+        return w_nb if ok else None
     d = X.shape[1]
     w = np.array(w0, dtype=float)
     vy = v * y

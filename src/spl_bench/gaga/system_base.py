@@ -106,6 +106,9 @@ class PathSystem(ABC):
     #: a critical point is recorded with the values :meth:`move` gives the moved indices (exact
     #: zeros where a coefficient left); ``False``: with the located point on the old sets' path
     record_moved_values: bool = True
+    #: the v-weighted fits of the warm starts by their compiled solver where there is one
+    #: (``EngineOptions.method="compiled"``; the lasso's :mod:`spl_bench.gaga.inner_nb`)
+    compiled_fits: bool = False
 
     def __init__(self, model: Model, sp: SPRegularizer, X: Array, y: Array) -> None:
         self.model = model
