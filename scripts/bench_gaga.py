@@ -20,7 +20,11 @@ rows (run it with ``--no-acs``: ACS there takes hours).  For each: GAGA's path o
 (warm-started, GAGA Algorithm 1) on the step-0.5 grid (the paper's baseline) and on the
 step-0.01 grid (GAGA's resolution).  ACS at step 0.01 is timed on ``--acs-fine-max``
 ages in five warm-started runs spread over the grid and scaled to the whole grid; the
-output says so (column ``acs_fine_extrapolated``).  All in one process; wall-clock and
+output says so (column ``acs_fine_extrapolated``).  A small lasso path runs first, untimed
+(``warmup_cpu_s``: with ``--method compiled`` the load of the numba code, once per process).
+``--reference-method auto`` times GAGA again with that method in the same process
+(``reference_*``: its CPU seconds, the speed-up, whether both give the same critical points
+and the largest difference of their ages).  All in one process; wall-clock and
 process CPU times are both recorded (``*_cpu_s``): on a shared 2-core machine the CPU
 times, and the ratios computed from them, are the ones to read.  GAGA runs with one BLAS
 thread (``EngineOptions.blas_threads``), and so does ACS here.
@@ -141,6 +145,18 @@ def ms_per_data_pass(model_name, mparams, sp, X, y, path, repeats: int = 20) -> 
         for _ in range(repeats):
             system.events(theta, lam)
         return 1e3 * (time.process_time() - c0) / repeats
+
+
+def warm_up(method: str, sp) -> float:
+    """CPU seconds of a small lasso path run before the timings, untimed in the rows: with
+    ``method="compiled"`` it loads (or, on a new machine, compiles) the numba code once per
+    process, as a sweep's worker does before its first run."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 5))
+    y = X @ rng.normal(size=5) + rng.normal(size=60)
+    c0 = time.process_time()
+    age_path(X, y, model="lasso", sp=sp, lam_range=(0.2, 1.0), options=EngineOptions(method=method), alpha=0.01)
+    return time.process_time() - c0
 
 
 def reference_columns(method, path, c_gaga, X, y, model_name, sp, lam_range, mparams) -> dict:
@@ -305,6 +321,7 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = args.stem or ("gaga_quick" if args.quick else "gaga")
+    warm_s = warm_up(args.method, sp)
     for case in cases:
         max_n = args.svm_max_n if case.startswith("svm_mfeat") else None
         model_name, mparams, X, y = load_case(case, args.quick, max_n=max_n)
@@ -344,6 +361,7 @@ def main() -> None:
             "authors_code_s": None,
             "ratio_authors_over_gaga": None,
             "ode_method": args.method,
+            "warmup_cpu_s": warm_s,
             **ref_cols,
             "n_failed_warm_starts": path.meta["n_failed_warm_starts"],
             "machine": platform.node(),

@@ -64,6 +64,10 @@ INTERIOR = np.array([0.2, 0.4, 0.6, 0.8])
 MAX_HALVINGS = 6
 #: bounds of the factor of the next step size
 GROW, SHRINK = 2.0, 0.5
+#: iterative refinement of the tangent on an earlier factor (:func:`tangent`): at most this many
+#: iterations, accepted at this relative residual, given up when the residual does not shrink
+#: by this factor per iteration
+REFINE_MAX, REFINE_TOL, REFINE_RATE = 8, 1e-10, 0.5
 
 
 @njit(cache=True)
@@ -328,19 +332,58 @@ def _sets(X: np.ndarray, y: np.ndarray, active: np.ndarray, code: np.ndarray, si
 
 
 @njit(cache=True)
-def _start(XA, XI, y, code, sign_A, acols, icols, lev, kind, p, XL, yL, cL, w, t):
+def tangent(XL: np.ndarray, yL: np.ndarray, cL: np.ndarray, w: np.ndarray, t: float, kind: int, p: float,
+            LU: np.ndarray, perm: np.ndarray, sign_ref: float, use_ref: bool):
+    """``w'(t) = -J_w^{-1} J_lam``: ``(tangent, LU, perm, sign of det J_w, ok, factorisations)``.
+
+    With ``use_ref``, by iterative refinement on the factor ``(LU, perm)`` of a nearby ``J_w``
+    (the reference): each iteration costs two products with ``X_LA`` instead of the ``n k^2``
+    of forming ``J_w``.  It is accepted when the residual falls to ``REFINE_TOL`` of its scale
+    and contracts by at least ``REFINE_RATE`` per iteration: then ``J_w = J_ref (I + E)`` with
+    ``rho(E) < 1`` along the way, so ``det J_w`` has the reference's sign (a fold, where it
+    changes sign, cannot be refined across).  Otherwise ``J_w`` is formed and factorised,
+    and becomes the reference.
+    """
+    r = XL @ w - yL
+    v, dl, dlam = np.empty_like(r), np.empty_like(r), np.empty_like(r)
+    _weights(r, cL, t, kind, p, v, dl, dlam)
+    D = v + dl * r * r
+    b = -(XL.T @ (dlam * r))
+    if use_ref and LU.shape[0] == w.size:
+        x = lu_solve(LU, perm, b)
+        prev = np.inf
+        for _ in range(REFINE_MAX):
+            Jx = XL.T @ (D * (XL @ x))
+            res = b - Jx
+            rn = _max_abs(res)
+            if not np.isfinite(rn):
+                break
+            if rn <= REFINE_TOL * max(_max_abs(b), _max_abs(Jx), 1e-300):
+                return x, LU, perm, sign_ref, True, 0
+            if rn > REFINE_RATE * prev:
+                break
+            prev = rn
+            x = x + lu_solve(LU, perm, res)
+    J = (XL.T * D) @ XL
+    LUn, permn, sign, ok = lu_factor(J)
+    if not ok:
+        return b, LUn, permn, 0.0, False, 1
+    return lu_solve(LUn, permn, b), LUn, permn, sign, True, 1
+
+
+@njit(cache=True)
+def _start(XA, XI, y, code, sign_A, acols, icols, lev, kind, p, XL, yL, cL, w, t, LU_ref, perm_ref, sign_ref,
+           use_ref):
     """The state a segment starts from: ``(LU, perm, sign of det J, tangent, events at (w, t),
-    events a step ``eps`` along the tangent, ok)``."""
-    J, Jl = jacobians(XL, yL, cL, w, t, kind, p)
-    LU, perm, sign, ok = lu_factor(J)
+    events a step ``eps`` along the tangent, ok, factorisations)`` (:func:`tangent`)."""
+    dw, LU, perm, sign, ok, nf = tangent(XL, yL, cL, w, t, kind, p, LU_ref, perm_ref, sign_ref, use_ref)
     if not ok:
         e = np.empty(0)
-        return LU, perm, sign, w.copy(), e, e, False
-    dw = lu_solve(LU, perm, -Jl)
+        return LU, perm, sign, w.copy(), e, e, False, nf
     eps = 1e-7 * max(1.0, t)
     ha = events(XA, XI, y, code, sign_A, acols, icols, lev, w, t, kind, p)
     hb = events(XA, XI, y, code, sign_A, acols, icols, lev, w + eps * dw, t + eps, kind, p)
-    return LU, perm, sign, dw, ha, hb, True
+    return LU, perm, sign, dw, ha, hb, True, nf
 
 
 @njit(cache=True)
@@ -381,7 +424,7 @@ def _segment(XA, XI, y, code, sign_A, acols, icols, lev, kind, p, XL, yL, cL, la
 
     while True:
         if n_rec >= cap:
-            return FULL, n_rec, t, w, no_cross, no_tan
+            return FULL, n_rec, t, w, no_cross, no_tan, LU, perm
         # ---- one accepted step from (t, w, dw): predictor, corrector, step control
         accepted = False
         w1 = w
@@ -399,12 +442,11 @@ def _segment(XA, XI, y, code, sign_A, acols, icols, lev, kind, p, XL, yL, cL, la
                                   newton_tol)
             counts[0] += nl
             if res <= ok_res:
-                J, Jl = jacobians(XL, yL, cL, w1, t1, kind, p)
-                LU1, perm1, sign1, ok = lu_factor(J)
-                counts[0] += 1
+                d1, LU1, perm1, sign1, ok, nf = tangent(XL, yL, cL, w1, t1, kind, p, LU, perm, sign0, False)
+                counts[0] += nf
+                counts[3 + nf] += 1
                 if not ok:
-                    return GAVE_UP, n_rec, t, w, no_cross, no_tan
-                d1 = lu_solve(LU1, perm1, -Jl)
+                    return GAVE_UP, n_rec, t, w, no_cross, no_tan, LU, perm
                 wm = 0.5 * (w + w1) + 0.125 * h * (dw - d1)
                 pm, res_m, nl = project(XL, yL, cL, lev * sign_A, lev, wm, t + 0.5 * h, kind, p, LU1, perm1,
                                         True, newton_tol)
@@ -425,7 +467,7 @@ def _segment(XA, XI, y, code, sign_A, acols, icols, lev, kind, p, XL, yL, cL, la
         if not accepted or sign1 != sign0:
             # the corrector fails even on short steps, or det J changes sign (a fold): the
             # reference route retakes the step and locates the fold
-            return GAVE_UP, n_rec, t, w, no_cross, no_tan
+            return GAVE_UP, n_rec, t, w, no_cross, no_tan, LU, perm
 
         # ---- events at the step end, then at the interior points of the interpolant
         wscale = 1e-3 + _max_abs(w)
@@ -443,7 +485,7 @@ def _segment(XA, XI, y, code, sign_A, acols, icols, lev, kind, p, XL, yL, cL, la
                                         newton_tol)
                 counts[0] += nl
                 if res_s > ok_res:
-                    return GAVE_UP, n_rec, t, w, no_cross, no_tan
+                    return GAVE_UP, n_rec, t, w, no_cross, no_tan, LU, perm
                 bs = np.flatnonzero(events(XA, XI, y, code, sign_A, acols, icols, lev, ps, s, kind, p)
                                     < -event_tol * scs)
                 if bs.size:
@@ -454,14 +496,14 @@ def _segment(XA, XI, y, code, sign_A, acols, icols, lev, kind, p, XL, yL, cL, la
                                          lev * sign_A, newton_tol, event_tol, wscale, crossed,
                                          t, h, w, w1, dw, d1, t_end, w_end, LU1, perm1)
             if not ok:
-                return GAVE_UP, n_rec, t, w, no_cross, no_tan
+                return GAVE_UP, n_rec, t, w, no_cross, no_tan, LU, perm
             # the tangent at the critical point on these sets, and the sign of det J there
-            J, Jl = jacobians(XL, yL, cL, w_star, t_star, kind, p)
-            LUs, perms, sign_s, ok = lu_factor(J)
-            counts[0] += 1
+            d_s, LUs, perms, sign_s, ok, nf = tangent(XL, yL, cL, w_star, t_star, kind, p, LU1, perm1, sign1, True)
+            counts[0] += nf
+            counts[3 + nf] += 1
             if not ok or sign_s != sign0:  # a fold inside the step: the reference route locates it
-                return GAVE_UP, n_rec, t, w, no_cross, no_tan
-            return EVENT, n_rec, t_star, w_star, crossed, lu_solve(LUs, perms, -Jl)
+                return GAVE_UP, n_rec, t, w, no_cross, no_tan, LU, perm
+            return EVENT, n_rec, t_star, w_star, crossed, d_s, LUs, perms
 
         # ---- accept: record the projected end and its tangent
         ages[n_rec] = t1
@@ -476,7 +518,7 @@ def _segment(XA, XI, y, code, sign_A, acols, icols, lev, kind, p, XL, yL, cL, la
         counts[2] += 1
         t, w, dw, LU, perm = t1, w1, d1, LU1, perm1
         if t >= lam_max:
-            return REACHED, n_rec, t, w, no_cross, no_tan
+            return REACHED, n_rec, t, w, no_cross, no_tan, LU, perm
         grow = GROW if err == 0.0 else min(GROW, max(SHRINK, 0.9 * (dense_tol / err) ** 0.25))
         h = h * grow
 
@@ -566,20 +608,22 @@ def follow(X: np.ndarray, y: np.ndarray, active: np.ndarray, sign: np.ndarray, w
     ev_lam = np.empty(max(max_events, 1))
     ev_kind = np.zeros(max(max_events, 1), dtype=np.int8)
     moves = np.empty((4 * cap + d + 2 * n, 5), dtype=np.int64)
-    counts = np.zeros(3, dtype=np.int64)
+    counts = np.zeros(5, dtype=np.int64)
     n_rec = n_ev = n_mv = 0
     no_cross = np.empty(0, dtype=np.int64)
     t = lam0
     acols, icols, XA, XI, XL, yL, cL, sign_A = _sets(X, y, active, code, sign)
     wA = w[acols].copy()
-    LU, perm, sign0, dw, ha, hb, ok = _start(XA, XI, y, code, sign_A, acols, icols, lev, kind, p, XL, yL,
-                                             cL, wA, t)
-    counts[0] += 1
+    LU, perm, sign0, dw, ha, hb, ok, nf = _start(XA, XI, y, code, sign_A, acols, icols, lev, kind, p, XL, yL,
+                                                 cL, wA, t, np.empty((0, 0)), np.empty(0, dtype=np.int64), 0.0,
+                                                 False)
+    counts[0] += nf
+    counts[3 + nf] += 1
     if not ok:
         return (GAVE_UP, n_rec, ages, recw, recd, rkind, rseg, n_ev, ev_lam, ev_kind, n_mv, moves, t,
                 no_cross, counts)
     while True:
-        status, n_rec, t, wA, crossed, d_old = _segment(
+        status, n_rec, t, wA, crossed, d_old, LU, perm = _segment(
             XA, XI, y, code, sign_A, acols, icols, lev, kind, p, XL, yL, cL, t, wA, LU, perm, sign0, dw, ha, hb,
             lam_max, max_step, newton_tol, event_tol, dense_tol, ages, recw, recd, rkind, rseg, n_rec, n_ev,
             counts)
@@ -622,9 +666,10 @@ def follow(X: np.ndarray, y: np.ndarray, active: np.ndarray, sign: np.ndarray, w
                 break
             w[acols] = wA
             eps = 1e-7 * max(1.0, t)
-            LU, perm, sign0, dw, ha, hb, okf = _start(XA, XI, y, code, sign_A, acols, icols, lev, kind, p, XL,
-                                                      yL, cL, wA, t)
-            counts[0] += 1
+            LU, perm, sign0, dw, ha, hb, okf, nf = _start(XA, XI, y, code, sign_A, acols, icols, lev, kind, p,
+                                                          XL, yL, cL, wA, t, LU, perm, sign0, True)
+            counts[0] += nf
+            counts[3 + nf] += 1
             if not okf:  # singular: the tracker's least-squares fallback
                 break
             if t + eps >= lam_max:
@@ -757,35 +802,75 @@ def _locate(XA, XI, y, code, sign_A, acols, icols, lev, kind, p, XL, yL, cL, gra
     ha = H_at(w0, t0)
     if ha < 0:  # already violated at the step start
         return t0, w0.copy(), True
-    # the first sign change of the raw interpolant, on two grids
-    lo, hi = t0, t_end
-    for _level in range(2):
-        prev_s = lo
-        found = False
-        for j in range(1, 17):
-            s = lo + (hi - lo) * j / 16.0
-            if H_at(_hermite(t0, h, w0, w1, d0, d1, s), s) < 0:
-                lo, hi = prev_s, s
-                found = True
-                break
-            prev_s = s
-        if not found:
-            break
-    # a bracket of the projected root: the cell if it holds, else the whole interval
-    a, fa = t0, ha
-    b, fb, pb = t_end, H_at(w_end, t_end), w_end.copy()
-    if lo > t0 or hi < t_end:
-        f_lo, _, ok_lo = H_proj(lo) if lo > t0 else (ha, w0.copy(), True)
-        f_hi, p_hi, ok_hi = H_proj(hi) if hi < t_end else (fb, pb, True)
-        if ok_lo and ok_hi and f_lo >= 0 > f_hi:
-            a, fa, b, fb, pb = lo, f_lo, hi, f_hi, p_hi
-    if not (fa >= 0 > fb):
-        return t_end, w_end, False
-    # Illinois (``engine.illinois``: the same stopping rules)
-    sc = _scale(d, n, k, acols, wscale, sp_thresholds(kind, p, lo)[1])
+    sc = _scale(d, n, k, acols, wscale, sp_thresholds(kind, p, t_end)[1])
     ftol = np.inf
     for i in crossed:
         ftol = min(ftol, 1e-3 * event_tol * sc[i])
+    # the first sign change of the raw interpolant, on two grids (coarse cell [c_lo, c_hi])
+    lo, hi = t0, t_end
+    c_lo, c_hi = t0, t_end
+    h_lo, h_hi = ha, 0.0
+    fine = False
+    for level in range(2):
+        prev_s, prev_h = lo, h_lo
+        found = False
+        for j in range(1, 17):
+            s = lo + (hi - lo) * j / 16.0
+            hs = H_at(_hermite(t0, h, w0, w1, d0, d1, s), s)
+            if hs < 0:
+                lo, hi, h_lo, h_hi = prev_s, s, prev_h, hs
+                found = True
+                break
+            prev_s, prev_h = s, hs
+        if not found:
+            break
+        if level == 0:
+            c_lo, c_hi = lo, hi
+        else:
+            fine = True
+    a, fa = t0, ha
+    b, fb, pb = t_end, H_at(w_end, t_end), w_end.copy()
+    bracket = False
+    if fine and h_lo >= 0 > h_hi:
+        # the projected root is within the interpolant's error of the raw one: secant steps on
+        # the projected H from the raw root (raw slope) until two points bracket it
+        slope = (h_hi - h_lo) / (hi - lo)
+        pt = lo - h_lo / slope
+        fp, pp, okp = H_proj(pt)
+        q = pt - fp / slope
+        for _ in range(6):
+            if not okp:
+                break
+            if abs(fp) <= ftol:
+                return pt, pp, True
+            q = min(max(q, c_lo), c_hi)
+            if q == pt:
+                break
+            fq, pq, okq = H_proj(q)
+            if not okq:
+                break
+            if (fp >= 0) != (fq >= 0):
+                if q < pt:
+                    u, fu, w_, fw, pw = q, fq, pt, fp, pp
+                else:
+                    u, fu, w_, fw, pw = pt, fp, q, fq, pq
+                if fu >= 0 > fw:
+                    a, fa, b, fb, pb = u, fu, w_, fw, pw
+                    bracket = True
+                break  # H rises through 0 there: an earlier root, left to the fallback
+            q_new = q - fq * (q - pt) / (fq - fp) if fq != fp else q
+            pt, fp, pp = q, fq, pq
+            q = q_new
+    if not bracket:
+        # a bracket of the projected root: the coarse cell if it holds, else the whole interval
+        if c_lo > t0 or c_hi < t_end:
+            f_lo, _, ok_lo = H_proj(c_lo) if c_lo > t0 else (ha, w0.copy(), True)
+            f_hi, p_hi, ok_hi = H_proj(c_hi) if c_hi < t_end else (fb, pb, True)
+            if ok_lo and ok_hi and f_lo >= 0 > f_hi:
+                a, fa, b, fb, pb = c_lo, f_lo, c_hi, f_hi, p_hi
+    if not (fa >= 0 > fb):
+        return t_end, w_end, False
+    # Illinois (``engine.illinois``: the same stopping rules)
     side = 0
     for _ in range(60):
         if b - a <= xtol:
