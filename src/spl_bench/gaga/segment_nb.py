@@ -394,11 +394,13 @@ def _segment(XA, XI, y, code, sign_A, acols, icols, lev, kind, p, XL, yL, cL, la
     ``lam_max`` or a full record buffer.
 
     Accepted steps are written to the record buffers (full coefficient vectors, kind 0).
-    Returns ``(status, n_rec, t_end, w_end, crossed, tangent)``: with ``EVENT`` the located
-    critical point, the crossed event positions (those violated at the step end, or at the
-    interior point that saw them) and the tangent there (a change of the sign of ``det J`` up to
-    the critical point is a fold: ``GAVE_UP``); otherwise ``t_end`` is the last accepted age.  ``counts`` gathers the
-    factorisations, rejected and accepted steps.
+    Returns ``(status, n_rec, t_end, w_end, crossed, tangent, LU, perm)``: with ``EVENT`` the
+    located critical point, the crossed event positions (those violated at the step end, or at
+    the interior point that saw them), the tangent there and the factor it was solved with (a
+    change of the sign of ``det J`` up to the critical point is a fold: ``GAVE_UP``); otherwise
+    ``t_end`` is the last accepted age.
+    ``counts`` gathers the factorisations, rejected and accepted steps, and the tangents
+    refined and factorised (``follow``).
     """
     n = y.size
     k = w0.size
@@ -596,7 +598,8 @@ def follow(X: np.ndarray, y: np.ndarray, active: np.ndarray, sign: np.ndarray, w
     t_end, crossed, counts)``: the records (age, coefficients, tangent, kind 0 step / 1
     critical / 2 after, segment offset), the handled critical points (age, kind 0 turning /
     1 discontinuous) with their moves (``_move``), the age reached and, with ``EVENT``, the
-    crossed positions; ``counts`` = (factorisations, rejected steps, accepted steps).
+    crossed positions; ``counts`` = (factorisations, rejected steps, accepted steps, tangents
+    refined on a nearby factor, tangents factorised).
     """
     n = y.size
     d = X.shape[1]
@@ -915,7 +918,7 @@ class CompiledRun:
     with kind ``step`` / ``critical`` / ``after``; ``events``: the handled critical points as
     the tracker logs them; ``t_end``: the age reached (with ``status == EVENT``, a critical
     point left to the tracker, with its ``crossed`` event positions); ``counts``:
-    factorisations, rejected steps, accepted steps.
+    factorisations, rejected steps, accepted steps, refined and factorised tangents.
     """
 
     status: int
