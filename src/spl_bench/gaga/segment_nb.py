@@ -387,6 +387,20 @@ def _start(XA, XI, y, code, sign_A, acols, icols, lev, kind, p, XL, yL, cL, w, t
 
 
 @njit(cache=True)
+def _record(ages, recw, recd, rkind, rseg, i, t, acols, wA, dA, kind, seg):
+    """Record ``i``: age ``t``, the coefficients and tangent of the active features ``acols``
+    (zero elsewhere), its kind (0 step, 1 critical, 2 after) and segment offset."""
+    ages[i] = t
+    recw[i] = 0.0
+    recd[i] = 0.0
+    for j in range(acols.size):
+        recw[i, acols[j]] = wA[j]
+        recd[i, acols[j]] = dA[j]
+    rkind[i] = kind
+    rseg[i] = seg
+
+
+@njit(cache=True)
 def _segment(XA, XI, y, code, sign_A, acols, icols, lev, kind, p, XL, yL, cL, lam0, w0, LU, perm, sign0, dw,
              ha, hb, lam_max, max_step, newton_tol, event_tol, dense_tol, ages, recw, recd, rkind, rseg, n_rec,
              seg, counts):
@@ -508,14 +522,7 @@ def _segment(XA, XI, y, code, sign_A, acols, icols, lev, kind, p, XL, yL, cL, la
             return EVENT, n_rec, t_star, w_star, crossed, d_s, LUs, perms
 
         # ---- accept: record the projected end and its tangent
-        ages[n_rec] = t1
-        recw[n_rec] = 0.0
-        recd[n_rec] = 0.0
-        for j in range(k):
-            recw[n_rec, acols[j]] = w1[j]
-            recd[n_rec, acols[j]] = d1[j]
-        rkind[n_rec] = 0
-        rseg[n_rec] = seg
+        _record(ages, recw, recd, rkind, rseg, n_rec, t1, acols, w1, d1, 0, seg)
         n_rec += 1
         counts[2] += 1
         t, w, dw, LU, perm = t1, w1, d1, LU1, perm1
@@ -649,13 +656,8 @@ def follow(X: np.ndarray, y: np.ndarray, active: np.ndarray, sign: np.ndarray, w
         active0, sign_0, w0, code0 = active.copy(), sign.copy(), w.copy(), code.copy()
         n_mv0, n_rec0 = n_mv, n_rec
         n_mv = _move(fire, X, y, active, sign, w, code, t, kind, p, moves, n_mv, n_ev)
-        ages[n_rec] = t
-        recw[n_rec] = w
-        recd[n_rec] = 0.0
-        for j in range(acols.size):
-            recd[n_rec, acols[j]] = d_old[j]
-        rkind[n_rec] = 1
-        rseg[n_rec] = n_ev
+        # (w after the moves: exact zeros where features left, as GLMSystem.move leaves them)
+        _record(ages, recw, recd, rkind, rseg, n_rec, t, acols, w[acols], d_old, 1, n_ev)
         n_rec += 1
         moved = fire_mask
         # ---- continuation check on the new sets
@@ -708,13 +710,7 @@ def follow(X: np.ndarray, y: np.ndarray, active: np.ndarray, sign: np.ndarray, w
         ev_lam[n_ev] = t
         ev_kind[n_ev] = 1 if gap > 1e-7 * (1.0 + _max_abs(w0)) else 0
         n_ev += 1
-        ages[n_rec] = t
-        recw[n_rec] = w
-        recd[n_rec] = 0.0
-        for j in range(acols.size):
-            recd[n_rec, acols[j]] = dw[j]
-        rkind[n_rec] = 2
-        rseg[n_rec] = n_ev
+        _record(ages, recw, recd, rkind, rseg, n_rec, t, acols, w[acols], dw, 2, n_ev)
         n_rec += 1
         prev = ev_lam[n_ev - 2] if n_ev >= 2 else last_event
         if t - prev <= 1e-12 * max(1.0, t) or t >= lam_max:
