@@ -667,3 +667,122 @@ def test_kkt_factor_with_duplicated_samples_gives_the_minimum_norm_solution(seed
     rhs = M @ rng.normal(size=M.shape[0])
     np.testing.assert_allclose(fac.solve(rhs), np.linalg.pinv(M) @ rhs, rtol=1e-7, atol=1e-9)
     assert fac.sign == ref.sign != 0.0
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), n_out=st.integers(0, 4), n_in=st.integers(0, 4), n_shift=st.integers(0, 4))
+def test_kkt_update_with_diagonal_shifts_and_reordered_indices_solves_like_a_new_factorisation(
+        seed, n_out, n_in, n_shift):
+    """``kkt_matrix(..., shift=h)`` updated from another index set and shift: indices dropped,
+    added, kept with a changed shift, and the kept ones in another order (the SVM's free set
+    is E_Z then M: an index moving between them changes place).  Against the dense solve: same
+    solutions, same sign of the determinant."""
+    from spl_bench.gaga.linalg import Factor, KKTUpdate, kkt_matrix
+
+    rng, Q, y = _kkt_problem(seed)
+    z0 = rng.choice(Q.shape[0], 10, replace=False)
+    h0 = np.where(rng.random(10) < 0.5, 0.0, rng.uniform(0.5, 2.0, 10))
+    keep = rng.choice(10, 10 - n_out, replace=False)
+    out_of_z0 = np.setdiff1d(np.arange(Q.shape[0]), z0)
+    z = np.concatenate([z0[keep], rng.choice(out_of_z0, n_in, replace=False)])
+    h = np.concatenate([h0[keep], rng.uniform(0.5, 2.0, n_in)])
+    changed = rng.choice(keep.size, min(n_shift, keep.size), replace=False)
+    h[changed] = np.where(h[changed] == 0.0, 1.5, 0.0)
+    order = rng.permutation(z.size)
+    z, h = z[order], h[order]
+    upd = KKTUpdate.make(Factor(kkt_matrix(Q, y, z0, 1.0, shift=h0)), z0, z, Q, y, 1.0, shift0=h0, shift=h)
+    M = kkt_matrix(Q, y, z, 1.0, shift=h)
+    assert upd is not None and upd.n == M.shape[0]
+    for rhs in (rng.normal(size=M.shape[0]), rng.normal(size=(M.shape[0], 3))):
+        np.testing.assert_allclose(upd.solve(rhs), np.linalg.solve(M, rhs), rtol=1e-8, atol=1e-9)
+    assert upd.sign == np.linalg.slogdet(M)[0]
+    np.testing.assert_array_equal(upd.J, M)
+
+
+def _svm_schur_system(monkeypatch, seed: int):
+    """An RBF SVM system (linear SP) on 120 breast-cancer rows, the Schur route for any margin set."""
+    from sklearn.datasets import load_breast_cancer
+
+    import spl_bench.gaga.svm_system as svm_system
+    from spl_bench.gaga.systems import make_system
+
+    monkeypatch.setattr(svm_system, "SCHUR_MIN_Z", 3)
+    rng = np.random.default_rng(seed)
+    X, y = load_breast_cancer(return_X_y=True)
+    i = rng.choice(len(y), 120, replace=False)
+    X, y = X[i][:, :8], 2.0 * y[i] - 1.0
+    X = (X - X.mean(0)) / X.std(0)
+    mdl = get_model("svm", C=1.0, kernel="rbf")
+    return rng, make_system(mdl, get_sp("linear"), X, y), svm_system
+
+
+def _set_codes(system, code):
+    system.code = code.astype(np.int8)
+    system._invalidate()
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), moves=st.lists(st.sampled_from(
+    ["Z>M", "M>Z", "M>D", "D>M", "N>Z", "Z>N"]), min_size=1, max_size=6))
+def test_svm_jacobian_of_new_sets_through_the_latest_reduced_blocks_solves_like_the_dense_one(seed, moves):
+    """A set configuration a few moves from the one whose Schur blocks were last reduced is
+    solved through those blocks (``SVMSystem._updated_factor``: bordering of the symmetric form
+    of ``J``).  Against the dense ``J`` of the new sets: same solution, same sign of det J; and
+    past ``SCHUR_UPDATE_MAX`` changes the configuration gets blocks of its own."""
+    import pytest as _pytest
+
+    from spl_bench.gaga.linalg import RowScaled, SchurFactor
+
+    with _pytest.MonkeyPatch.context() as mp:
+        rng, system, svm_system = _svm_schur_system(mp, seed)
+        n = system.n
+        code = rng.choice([svm_system.SVM_N, svm_system.SVM_Z, svm_system.SVM_PE, svm_system.SVM_PM,
+                           svm_system.SVM_PD], n, p=[0.3, 0.15, 0.1, 0.3, 0.15])
+        _set_codes(system, code)
+        system.a = rng.uniform(0.0, system.C, n)
+        system.b = 0.1
+        theta = system.theta()
+        for lam in (0.7, 0.8):  # the reduction is made at the second point of a configuration
+            f, _ = system.factor(theta, lam)
+        assert isinstance(f, SchurFactor) and f.b.reduced
+        name = {"N": svm_system.SVM_N, "Z": svm_system.SVM_Z, "M": svm_system.SVM_PM, "D": svm_system.SVM_PD}
+        for mv in moves:
+            src, dst = mv.split(">")
+            idx = np.flatnonzero(code == name[src])
+            if idx.size:
+                code[rng.choice(idx)] = name[dst]
+        _set_codes(system, code)
+        theta = system.theta()
+        lam = 0.9
+        f, Jl = system.factor(theta, lam)
+        J, Jl_ref = system.jacobians(theta, lam)
+        np.testing.assert_allclose(Jl, Jl_ref, rtol=0, atol=0)
+        assert isinstance(f, RowScaled)
+        for rhs in (rng.normal(size=J.shape[0]), Jl_ref):
+            np.testing.assert_allclose(f.solve(rhs), np.linalg.solve(J, rhs), rtol=1e-9, atol=1e-10)
+        assert f.sign == np.linalg.slogdet(J)[0]
+        assert system.n_schur_updates >= 1
+        # too many changes: the configuration's own blocks
+        mp.setattr(svm_system, "SCHUR_UPDATE_MAX", 0)
+        code[np.flatnonzero(code == svm_system.SVM_PD)[:1]] = svm_system.SVM_PM
+        _set_codes(system, code)
+        assert isinstance(system.factor(system.theta(), lam)[0], SchurFactor)
+
+
+def test_svm_path_through_reduced_blocks_equals_the_path_with_blocks_per_configuration(monkeypatch):
+    """The whole RBF-SVM path (linear SP, jumps included) with Jacobians of new set configurations
+    solved through the latest reduced Schur blocks, against blocks made for every configuration:
+    the same event log (kinds, moves, ages to 1e-9) and the same path on a grid."""
+    rng, system, svm_system = _svm_schur_system(monkeypatch, 3)
+    X, y = system.X, system.y
+    b = age_path(X, y, model="svm", sp="linear", lam_range=(0.2, 3.0), C=1.0, kernel="rbf")
+    monkeypatch.setattr(svm_system, "SCHUR_UPDATE_MAX", 0)
+    a = age_path(X, y, model="svm", sp="linear", lam_range=(0.2, 3.0), C=1.0, kernel="rbf")
+    assert b.meta["n_schur_updates"] > 0 and a.meta["n_schur_updates"] == 0
+    assert len(a.events) >= 20 and len(a.events) == len(b.events)
+    for ea, eb in zip(a.events, b.events, strict=True):
+        assert ea["kind"] == eb["kind"] and str(ea["moves"]) == str(eb["moves"])
+        assert abs(ea["lam"] - eb["lam"]) <= 1e-9 * max(1.0, ea["lam"])
+    grid = np.linspace(0.2, 3.0, 60)
+    for vb, va in zip(b.at(grid), a.at(grid), strict=True):
+        np.testing.assert_allclose(vb, va, atol=1e-8)

@@ -1117,6 +1117,7 @@ def age_path(
         meta["n_jacobian_factors"] = system.n_full_factors
     if isinstance(system, SVMSystem):
         meta["kernel_gamma"] = float(system.gamma)
+        meta["n_schur_updates"] = system.n_schur_updates
         if system.dual_solver is not None:
             meta["n_acs_fits"] = system.dual_solver.n_fits
             meta["n_acs_libsvm_fallbacks"] = system.dual_solver.n_fallbacks

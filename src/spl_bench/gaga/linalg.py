@@ -436,13 +436,14 @@ def _lu_sign(lu: tuple[Array, NDArray[np.int32]]) -> float:
     return float(np.prod(np.sign(np.diag(lu[0])))) * (-1.0 if parity else 1.0)
 
 
-def _lu(J: Array) -> tuple[Array, NDArray[np.int32]] | None:
-    """``getrf`` of ``J``, or ``None`` if ``J`` is singular to working precision."""
+def _lu(J: Array, tol: float = 1e-13) -> tuple[Array, NDArray[np.int32]] | None:
+    """``getrf`` of ``J``, or ``None`` if a pivot of ``U`` is at most ``tol`` times the largest
+    (``1e-13``: singular to working precision)."""
     lu, piv, info = dgetrf(J)
     if info < 0 or not np.isfinite(lu).all():
         return None
     adg = np.abs(np.diag(lu))
-    if adg.min() > 1e-13 * max(adg.max(), 1e-300):
+    if adg.min() > tol * max(adg.max(), 1e-300):
         return lu, piv
     return None
 
@@ -549,6 +550,11 @@ class SchurBlocks:
         return Factor(np.eye(c.size) + c[:, None] * self.W)
 
     @property
+    def reduced(self) -> bool:
+        """Whether ``W`` has been reduced to tridiagonal form (its points then cost ``O(|M|^2)``)."""
+        return isinstance(self._tri, Tridiagonal)
+
+    @property
     def usable(self) -> bool:
         """``A`` non-singular, or singular only through duplicated rows / columns."""
         return not self.A.singular or self.A.merged is not None
@@ -560,9 +566,10 @@ class SchurFactor:
     ``det J = det A det S`` (``i1`` / ``i2`` permute rows and columns alike).
     """
 
-    def __init__(self, blocks: SchurBlocks, c: Array) -> None:
+    def __init__(self, blocks: SchurBlocks, c: Array, refine: bool = True) -> None:
         self.b = blocks
         self.c = c
+        self.refine = refine
         self.S = blocks.complement(c)
         self.sign = blocks.A.sign * self.S.sign
         self.n = blocks.n
@@ -577,28 +584,70 @@ class SchurFactor:
 
     def _solve(self, r1: Array, r2: Array) -> tuple[Array, Array]:
         b = self.b
+        c = self.c if r2.ndim == 1 else self.c[:, None]
         y1 = b.A.solve(r1)
-        x2 = self.S.solve(r2 - self.c * (b.C0 @ y1))
+        x2 = self.S.solve(r2 - c * (b.C0 @ y1))
         return y1 - b.AiB @ x2, x2
 
     def solve(self, rhs: Array) -> Array:
         """Block elimination, then one step of iterative refinement on the residual of
         ``J`` (the Schur complement loses a little accuracy when ``A`` is ill-conditioned),
         taken only if that residual exceeds ``1e-12`` of the right-hand side (on mfeat the
-        step changed the solution by at most 3e-12 relative)."""
+        step changed the solution by at most 3e-12 relative; ``refine=False``: none, for a
+        caller that refines on its own system).  ``rhs``: a vector or a matrix of right-hand
+        sides."""
         b = self.b
         r1, r2 = rhs[b.i1], rhs[b.i2]
         x1, x2 = self._solve(r1, r2)
-        e1 = r1 - b.A.J @ x1 - b.B @ x2
-        e2 = r2 - x2 - self.c * (b.C0 @ x1 + b.D0 @ x2)
-        out = np.empty(self.n)
-        big = 1e-12 * float(np.abs(rhs).max(initial=0.0))
-        if float(np.abs(e1).max(initial=0.0)) > big or float(np.abs(e2).max(initial=0.0)) > big:
-            d1, d2 = self._solve(e1, e2)
-            x1, x2 = x1 + d1, x2 + d2
+        if self.refine:
+            c = self.c if rhs.ndim == 1 else self.c[:, None]
+            e1 = r1 - b.A.J @ x1 - b.B @ x2
+            e2 = r2 - x2 - c * (b.C0 @ x1 + b.D0 @ x2)
+            big = 1e-12 * float(np.abs(rhs).max(initial=0.0))
+            if float(np.abs(e1).max(initial=0.0)) > big or float(np.abs(e2).max(initial=0.0)) > big:
+                d1, d2 = self._solve(e1, e2)
+                x1, x2 = x1 + d1, x2 + d2
+        out = np.empty(rhs.shape)
         out[b.i1] = x1
         out[b.i2] = x2
         return out
+
+
+class RowScaled:
+    """:class:`Factor`'s interface for ``diag(d) M`` given a factor of ``M`` (``d`` without zeros).
+
+    ``matvec`` (``x -> diag(d) M x``, optional): one step of iterative refinement on its
+    residual when that exceeds ``1e-12`` of the right-hand side (as :meth:`SchurFactor.solve`).
+    """
+
+    merged = None
+
+    def __init__(self, inner: Any, d: Array, matvec: Callable[[Array], Array] | None = None) -> None:
+        self.inner, self.d, self.matvec = inner, d, matvec
+        self.sign = float(inner.sign) * float(np.prod(np.sign(d)))
+
+    @property
+    def n(self) -> int:
+        return int(self.d.size)
+
+    @property
+    def singular(self) -> bool:
+        return bool(self.inner.singular)
+
+    @property
+    def least_squares(self) -> bool:
+        return bool(self.inner.least_squares)
+
+    def _solve(self, rhs: Array) -> Array:
+        return self.inner.solve(rhs / (self.d if rhs.ndim == 1 else self.d[:, None]))
+
+    def solve(self, rhs: Array) -> Array:
+        x = self._solve(rhs)
+        if self.matvec is not None:
+            e = rhs - self.matvec(x)
+            if float(np.abs(e).max(initial=0.0)) > 1e-12 * float(np.abs(rhs).max(initial=0.0)):
+                x = x + self._solve(e)
+        return x
 
 
 class Tridiagonal:
@@ -654,19 +703,26 @@ class ShiftedTridiagonal:
         return int(self.Q.shape[0])
 
     def solve(self, rhs: Array) -> Array:
+        if rhs.ndim == 2 and rhs.shape[1] == 0:  # LAPACK dgttrs corrupts the heap with no columns
+            return np.zeros(rhs.shape)
         dl, d, du, du2, ipiv, _ = self.lu
         t = self.Q.T @ rhs
         x, info = dgttrs(dl, d, du, du2, ipiv, t if t.ndim == 2 else t[:, None])
         return self.Q @ (x if rhs.ndim == 2 else x[:, 0])
 
 
-def kkt_matrix(Q: Array, y: Array, z: NDArray[np.intp], s: float, Qzz: Array | None = None) -> Array:
-    """``[[s Q[z, z], s y_z], [y_z^T, 0]]``: the margin block of the SVM (``s = -1``, the path's
-    ``J``) and the matrix of the weighted dual's equality system (``s = 1``).  ``Qzz``: the
+def kkt_matrix(Q: Array, y: Array, z: NDArray[np.intp], s: float, Qzz: Array | None = None,
+               shift: Array | None = None) -> Array:
+    """``[[s (Q[z, z] + diag(shift)), s y_z], [y_z^T, 0]]``: the margin block of the SVM
+    (``s = -1``, the path's ``J``), the matrix of the weighted dual's equality system (``s = 1``)
+    and, with ``shift`` (``1 / c`` on the mixed samples, 0 on the margin), the symmetric form of
+    the path's whole ``J`` (:meth:`spl_bench.gaga.svm_system.SVMSystem.factor`).  ``Qzz``: the
     block ``Q[z, z]`` if the caller has it."""
     k = z.size
     M = np.empty((k + 1, k + 1))
     M[:k, :k] = Q[np.ix_(z, z)] if Qzz is None else Qzz
+    if shift is not None:
+        M[np.arange(k), np.arange(k)] += shift
     M[:k, k] = y[z]
     if s != 1.0:
         M[:k] *= s
@@ -678,8 +734,8 @@ def kkt_matrix(Q: Array, y: Array, z: NDArray[np.intp], s: float, Qzz: Array | N
 class _KKTSystem:
     """``kkt_matrix(Q, y, z, s)`` given by its parts; the matrix itself is built on first use."""
 
-    def __init__(self, Q: Array, y: Array, z: NDArray[np.intp], s: float) -> None:
-        self.Q, self.y, self.z, self.s = Q, y, z, s
+    def __init__(self, Q: Array, y: Array, z: NDArray[np.intp], s: float, shift: Array | None = None) -> None:
+        self.Q, self.y, self.z, self.s, self.shift = Q, y, z, s, shift
         self._J: Array | None = None
 
     @property
@@ -689,68 +745,91 @@ class _KKTSystem:
     @property
     def J(self) -> Array:
         if self._J is None:
-            self._J = kkt_matrix(self.Q, self.y, self.z, self.s)
+            self._J = kkt_matrix(self.Q, self.y, self.z, self.s, shift=self.shift)
         return self._J
 
 
 class KKTUpdate(_KKTSystem):
-    r""":class:`Factor`'s interface for ``kkt_matrix(Q, y, z, s)`` from a factorisation of the
-    matrix of another index set ``z0`` (bordering, as in active-set QP solvers).
+    r""":class:`Factor`'s interface for ``kkt_matrix(Q, y, z, s, shift=h)`` from a factorisation of
+    the matrix of another index set ``z0`` and shift ``h0`` (bordering, as in active-set QP
+    solvers).
 
-    With ``R = z0 \ z`` dropped and ``Ad = z \ z0`` added, the system of ``z`` is that of
-    ``z0`` bordered by the rows and columns of ``Ad`` and by unit rows and columns that pin
-    the unknowns of ``R`` to 0 (their equations then hold with a free multiplier)::
+    With ``R = z0 \ z`` dropped, ``Ad = z \ z0`` added and ``Dl`` the kept indices whose shift
+    changed (by ``delta``), the system of ``z`` is that of ``z0`` bordered by the rows and columns
+    of ``Ad``, by unit rows and columns that pin the unknowns of ``R`` to 0 (their equations then
+    hold with a free multiplier) and by a copy ``u = x[Dl]`` of the changed unknowns::
 
-        [M0   V] [x0]   [r0]        V = [M[z0+b, Ad] | e_R],   W = [M[Ad, z0+b]; e_R^T],
-        [W    D] [ w] = [rq],       D = [[M[Ad, Ad], 0], [0, 0]],
+        [M0   V] [x0]   [r0]        V = [M[z0+b, Ad] | e_R | s e_Dl diag(delta)],
+        [W    D] [ w] = [rq],       W = [M[Ad, z0+b]; e_R^T; -e_Dl^T],
+                                    D = blockdiag(M[Ad, Ad], 0, I),
 
-    solved with the Schur complement ``S = D - W M0^{-1} V`` (order ``|Ad| + |R|``): one
-    solve with ``M0``'s factors per right-hand side, ``|Ad| + |R|`` solves once.  An index
+    solved with the Schur complement ``S = D - W M0^{-1} V`` (order ``|Ad| + |R| + |Dl|``): one
+    solve with ``M0``'s factors per right-hand side, ``|Ad| + |R| + |Dl|`` solves once.  An index
     set changes by one or two indices per set change of the SVM, where a new LU costs the
-    cube of ``|z|``.  ``det M = (-1)^{|R|} det M0 det S``.  ``None`` from :meth:`make` when
-    ``z0``'s factor is not a plain LU, the sets differ too much or ``S`` is singular.
+    cube of ``|z|``.  ``det M = (-1)^{|R|} det M0 det S`` (the copies add a unit block).
+    ``None`` from :meth:`make` when ``z0``'s factor is singular, the sets differ in more than
+    ``max_changes`` indices or a pivot of ``S`` is at most ``pivot_tol`` of the largest.
     """
 
     max_changes = 24
 
-    def __init__(self, root: Factor, z0: NDArray[np.intp], z: NDArray[np.intp], Q: Array, y: Array,
-                 s: float, parts: tuple) -> None:
-        super().__init__(Q, y, z, s)
+    def __init__(self, root: Any, z0: NDArray[np.intp], z: NDArray[np.intp], Q: Array, y: Array,
+                 s: float, parts: tuple, shift: Array | None = None) -> None:
+        super().__init__(Q, y, z, s, shift)
         self.root, self.z0 = root, z0
         (self.kpos, self.kpos0, self.apos, self.rpos, self.MiV, self.W, self.S_lu) = parts
         self.sign = root.sign * _lu_sign(self.S_lu) * (-1.0 if self.rpos.size % 2 else 1.0)
         self.merged = None
 
     @classmethod
-    def make(cls, root: Factor, z0: NDArray[np.intp], z: NDArray[np.intp], Q: Array, y: Array,
-             s: float) -> KKTUpdate | None:
-        if root.lu is None:
+    def make(cls, root: Any, z0: NDArray[np.intp], z: NDArray[np.intp], Q: Array, y: Array,
+             s: float, shift0: Array | None = None, shift: Array | None = None,
+             max_changes: int | None = None, pivot_tol: float = 1e-13) -> KKTUpdate | None:
+        """``root``: a factor of the matrix of ``z0`` (shift ``shift0``) with ``solve`` (vector or
+        matrix), ``sign`` and ``singular``."""
+        if root.singular:
             return None
         in0 = np.isin(z, z0, assume_unique=True)
         keep0 = np.isin(z0, z, assume_unique=True)
         apos, kpos = np.flatnonzero(~in0), np.flatnonzero(in0)
-        rpos, kpos0 = np.flatnonzero(~keep0), np.flatnonzero(keep0)
-        na, nr = apos.size, rpos.size
-        if na + nr > cls.max_changes:
+        rpos = np.flatnonzero(~keep0)
+        order0 = np.argsort(z0, kind="stable")
+        kpos0 = order0[np.searchsorted(z0, z[kpos], sorter=order0)]  # z0[kpos0] == z[kpos], any order
+        dpos0 = np.zeros(0, dtype=np.intp)
+        delta = np.zeros(0)
+        if shift is not None or shift0 is not None:
+            h = np.zeros(z.size) if shift is None else shift
+            h0 = np.zeros(z0.size) if shift0 is None else shift0
+            delta = h[kpos] - h0[kpos0]
+            changed = np.flatnonzero(delta != 0.0)
+            dpos0, delta = kpos0[changed], delta[changed]
+        na, nr, nd = apos.size, rpos.size, dpos0.size
+        q = na + nr + nd
+        if q > (cls.max_changes if max_changes is None else max_changes):
             return None
         n0 = z0.size + 1
         ad = z[apos]
-        V = np.zeros((n0, na + nr))
+        V = np.zeros((n0, q))
         V[:-1, :na] = s * Q[np.ix_(z0, ad)]
         V[-1, :na] = y[ad]
         V[rpos, na + np.arange(nr)] = 1.0
-        W = np.zeros((na + nr, n0))
+        V[dpos0, na + nr + np.arange(nd)] = s * delta
+        W = np.zeros((q, n0))
         W[:na, :-1] = s * Q[np.ix_(ad, z0)]
         W[:na, -1] = s * y[ad]
         W[na + np.arange(nr), rpos] = 1.0
-        S = np.zeros((na + nr, na + nr))
+        W[na + nr + np.arange(nd), dpos0] = -1.0
+        S = np.zeros((q, q))
         S[:na, :na] = s * Q[np.ix_(ad, ad)]
-        MiV = root.solve(V)
+        if shift is not None:
+            S[np.arange(na), np.arange(na)] += s * shift[apos]
+        S[na + nr + np.arange(nd), na + nr + np.arange(nd)] = 1.0
+        MiV = root.solve(V) if q else np.zeros((n0, 0))
         S -= W @ MiV
-        S_lu = _lu(S) if S.size else (np.zeros((0, 0)), np.zeros(0, dtype=np.int32))
+        S_lu = _lu(S, pivot_tol) if S.size else (np.zeros((0, 0)), np.zeros(0, dtype=np.int32))
         if S_lu is None or not np.isfinite(MiV).all():
             return None
-        return cls(root, z0, z, Q, y, s, (kpos, kpos0, apos, rpos, MiV, W, S_lu))
+        return cls(root, z0, z, Q, y, s, (kpos, kpos0, apos, rpos, MiV, W, S_lu), shift)
 
     @property
     def singular(self) -> bool:
@@ -1050,4 +1129,4 @@ def det_sign(J: Array) -> float:
 
 #: what a system's ``factor`` returns (all have ``n``, ``sign``, ``singular``, ``solve``)
 AnyFactor = (Factor | SchurFactor | KKTUpdate | MergedKKT | RefinedFactor | CholeskyFactor | LowRankSVMFactor
-             | MergedLowRankSVMFactor)
+             | MergedLowRankSVMFactor | RowScaled)

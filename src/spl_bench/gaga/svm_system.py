@@ -4,6 +4,7 @@ for the equations."""
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ from spl_bench.gaga.linalg import (
     LowRankSVMFactor,
     MergedKKT,
     MergedLowRankSVMFactor,
+    RowScaled,
     SchurBlocks,
     SchurFactor,
     groups_hint,
@@ -38,6 +40,10 @@ SCHUR_MIN_Z = 64
 #: critical point whose new sets fail returns to the old ones, and the polish of a warm start
 #: revisits configurations (mfeat, 1,500 rows: 59 % of the margin-block LUs were repeats)
 SCHUR_CACHE = 4
+#: set changes (indices in or out of the free set, or between E_Z and M) up to which a new set
+#: configuration's Jacobian is solved through the latest reduced Schur blocks
+#: (:meth:`SVMSystem._updated_factor`) instead of blocks and a reduction of its own; 0: never
+SCHUR_UPDATE_MAX = 12
 
 
 def _remember(lru: OrderedDict, key: Any, value: Any) -> None:
@@ -81,6 +87,9 @@ class SVMSystem(PathSystem):
         self._blocks_lru: OrderedDict[tuple[bytes, bytes], SchurBlocks] = OrderedDict()
         self._A_lru: OrderedDict[bytes, Factor | KKTUpdate | MergedKKT] = OrderedDict()
         self._A_root: tuple[NDArray[np.intp], Factor] | None = None  # the latest LU of a margin block
+        # (free set, |E_Z|, blocks) of the latest configuration whose Schur blocks were reduced
+        self._schur_base: tuple[NDArray[np.intp], int, SchurBlocks] | None = None
+        self.n_schur_updates = 0  # Jacobians solved through them (_updated_factor)
         self._rows_lru: OrderedDict[bytes, tuple[Array, Array]] = OrderedDict()  # Q[free], Q[free, free]
         self._pe_lru: OrderedDict[bytes, Array] = OrderedDict()  # C Q[:, E_P] 1
 
@@ -310,12 +319,77 @@ class SVMSystem(PathSystem):
             return super().factor(theta, lam)
         blocks = self._cache.get("schur")
         if blocks is None:
+            updated = self._updated_factor(theta, lam)
+            if updated is not None:
+                return updated
             blocks = self._schur_blocks()
             self._cache["schur"] = blocks
         if not blocks.usable:
             return super().factor(theta, lam)
         c, Jl = self._mixed_terms(theta, lam)
-        return SchurFactor(blocks, c), Jl
+        f = SchurFactor(blocks, c)
+        if blocks.reduced:
+            self._schur_base = (self.ifree, self.iz.size, blocks)
+        return f, Jl
+
+    def _updated_factor(self, theta: Array, lam: float) -> tuple[AnyFactor, Array] | None:
+        """``J`` of a new set configuration through the latest reduced Schur blocks, or ``None``.
+
+        With one ``c`` on every M row (the linear SP-regularizer), ``J = diag(d) K`` with
+        ``d = (-1 on E_Z, c on M, 1)`` and ``K = [[Q_FF + diag(h), y_F], [y_F^T, 0]]`` symmetric,
+        ``h = 1 / c`` on M and 0 on E_Z (``F = E_Z ∪ M``).  The ``K`` of the configuration whose
+        blocks were last reduced to tridiagonal form is solved at any ``c`` in ``O(|M|^2)``
+        (:class:`SchurFactor`); this configuration's ``K`` differs from it by the indices that
+        entered or left ``F`` and those that moved between E_Z and M (a change of ``h``), and is
+        solved by bordering (:class:`KKTUpdate`).  A critical point moves one or two indices, while
+        new blocks cost a reduction (three to four LUs of order ``|M|``) and their ``W``.  Not used
+        with duplicated samples in the free set, beyond :data:`SCHUR_UPDATE_MAX` changes, or when
+        the bordered system's Schur complement has a pivot below ``1e-9`` of the largest; a new
+        configuration then gets its own blocks (and becomes the base once reduced).
+        """
+        base = self._schur_base
+        if base is None or SCHUR_UPDATE_MAX <= 0 or self.im.size < 3 or self._merge_hint() is not None:
+            return None
+        c, Jl = self._mixed_terms(theta, lam)
+        c0 = float(c[0])
+        if c0 == 0.0 or float(np.ptp(c)) > 1e-14 * abs(c0):
+            return None
+        memo = self._cache.get("schur_update")
+        if memo is not None and memo[0] == c0:
+            return memo[1], Jl
+        ifree_b, nz_b, blocks = base
+        m_b = ifree_b.size - nz_b
+        root_j = SchurFactor(blocks, np.full(m_b, c0), refine=False)  # refined on this J (RowScaled)
+        if root_j.singular:
+            return None
+        d_b = np.concatenate([-np.ones(nz_b), np.full(m_b, c0), [1.0]])
+        nz = self.iz.size
+        h0 = np.concatenate([np.zeros(nz_b), np.full(m_b, 1.0 / c0)])
+        h = np.concatenate([np.zeros(nz), np.full(self.im.size, 1.0 / c0)])
+        upd = KKTUpdate.make(RowScaled(root_j, 1.0 / d_b), ifree_b, self.ifree, self.Q, self.y, 1.0,
+                             shift0=h0, shift=h, max_changes=SCHUR_UPDATE_MAX, pivot_tol=1e-9)
+        if upd is None:
+            return None
+        d = np.concatenate([-np.ones(nz), c, [1.0]])
+        f = RowScaled(upd, d, matvec=self._jvec(c0))
+        self.n_schur_updates += 1
+        self._cache["schur_update"] = (c0, f)
+        return f, Jl
+
+    def _jvec(self, c0: float) -> Callable[[Array], Array]:
+        """``x -> J x`` for the current sets (kept if they change) with one ``c = c0`` on every M
+        row (:meth:`jacobians`)."""
+        k, nz = self.ifree.size, self.iz.size
+        Qff, yf = self._Qff(), self.y[self.ifree]
+
+        def jvec(x: Array) -> Array:
+            u = Qff @ x[:k] + np.multiply.outer(yf, x[k])
+            out = np.empty(x.shape)
+            out[:nz] = -u[:nz]
+            out[nz:k] = c0 * u[nz:] + x[nz:k]
+            out[k] = yf @ x[:k]
+            return out
+        return jvec
 
     def _mixed_terms(self, theta: Array, lam: float) -> tuple[Array, Array]:
         """``(c, J_lam)``: the M rows' ``c = C^2 dv*/dell`` and ``J_lam`` (non-zero on M only)."""
