@@ -549,6 +549,25 @@ class SchurBlocks:
                     return f
         return Factor(np.eye(c.size) + c[:, None] * self.W)
 
+    def uniform_rhs(self, r1: Array, u2: Array) -> tuple[Array, Array]:
+        """The parts of right-hand sides ``(r1, c u2)`` that no point's ``c`` changes, for
+        :meth:`uniform_solve`: ``y1 = A^{-1} r1`` and ``P = Q^T (u2 - C0 y1)`` (``W = Q T Q^T``;
+        reduced blocks only)."""
+        assert isinstance(self._tri, Tridiagonal)
+        y1 = self.A.solve(r1)
+        return y1, self._tri.Q.T @ (u2 - self.C0 @ y1)
+
+    def uniform_solve(self, parts: tuple[Array, Array], S: ShiftedTridiagonal, c: float) -> Array:
+        """``J^{-1} [r1; c u2]`` (rows and columns ``i1`` / ``i2``) at one ``c`` for every index, from
+        :meth:`uniform_rhs`: ``x2 = Q (I + c T)^{-1} c P`` and ``x1 = y1 - A^{-1} B x2``; no
+        refinement (the caller checks its own residual)."""
+        y1, P = parts
+        x2 = S.Q @ S.solve_reduced(c * P)
+        out = np.empty((self.n, *P.shape[1:]))
+        out[self.i1] = y1 - self.AiB @ x2
+        out[self.i2] = x2
+        return out
+
     @property
     def reduced(self) -> bool:
         """Whether ``W`` has been reduced to tridiagonal form (its points then cost ``O(|M|^2)``)."""
@@ -703,12 +722,15 @@ class ShiftedTridiagonal:
         return int(self.Q.shape[0])
 
     def solve(self, rhs: Array) -> Array:
-        if rhs.ndim == 2 and rhs.shape[1] == 0:  # LAPACK dgttrs corrupts the heap with no columns
-            return np.zeros(rhs.shape)
+        return self.Q @ self.solve_reduced(self.Q.T @ rhs)
+
+    def solve_reduced(self, t: Array) -> Array:
+        """``(I + c T)^{-1} t`` (a vector or a matrix)."""
+        if t.ndim == 2 and t.shape[1] == 0:  # LAPACK dgttrs corrupts the heap with no columns
+            return np.zeros(t.shape)
         dl, d, du, du2, ipiv, _ = self.lu
-        t = self.Q.T @ rhs
         x, info = dgttrs(dl, d, du, du2, ipiv, t if t.ndim == 2 else t[:, None])
-        return self.Q @ (x if rhs.ndim == 2 else x[:, 0])
+        return x if t.ndim == 2 else x[:, 0]
 
 
 def kkt_matrix(Q: Array, y: Array, z: NDArray[np.intp], s: float, Qzz: Array | None = None,
@@ -747,6 +769,59 @@ class _KKTSystem:
         if self._J is None:
             self._J = kkt_matrix(self.Q, self.y, self.z, self.s, shift=self.shift)
         return self._J
+
+
+class KKTBorder:
+    """The bordering of :class:`KKTUpdate`: positions of the kept, added and dropped indices and of
+    the kept ones whose shift changed (``dpos0`` in ``z0``, by ``delta``), and ``V``, ``W``, ``D``."""
+
+    def __init__(self, z0: NDArray[np.intp], z: NDArray[np.intp], Q: Array, y: Array, s: float,
+                 shift: Array | None, pos: tuple, V: Array, W: Array, D: Array) -> None:
+        self.z0, self.z, self.Q, self.y, self.s, self.shift = z0, z, Q, y, s, shift
+        self.kpos, self.kpos0, self.apos, self.rpos, self.dpos0, self.delta = pos
+        self.V, self.W, self.D = V, W, D
+        self.q = int(W.shape[0])
+
+    @classmethod
+    def make(cls, z0: NDArray[np.intp], z: NDArray[np.intp], Q: Array, y: Array, s: float,
+             shift0: Array | None, shift: Array | None, max_changes: int) -> KKTBorder | None:
+        """``None`` when the sets differ in more than ``max_changes`` indices (or shifts)."""
+        in0 = np.isin(z, z0, assume_unique=True)
+        keep0 = np.isin(z0, z, assume_unique=True)
+        apos, kpos = np.flatnonzero(~in0), np.flatnonzero(in0)
+        rpos = np.flatnonzero(~keep0)
+        order0 = np.argsort(z0, kind="stable")
+        kpos0 = order0[np.searchsorted(z0, z[kpos], sorter=order0)]  # z0[kpos0] == z[kpos], any order
+        dpos0 = np.zeros(0, dtype=np.intp)
+        delta = np.zeros(0)
+        if shift is not None or shift0 is not None:
+            h = np.zeros(z.size) if shift is None else shift
+            h0 = np.zeros(z0.size) if shift0 is None else shift0
+            delta = h[kpos] - h0[kpos0]
+            changed = np.flatnonzero(delta != 0.0)
+            dpos0, delta = kpos0[changed], delta[changed]
+        na, nr, nd = apos.size, rpos.size, dpos0.size
+        q = na + nr + nd
+        if q > max_changes:
+            return None
+        n0 = z0.size + 1
+        ad = z[apos]
+        V = np.zeros((n0, q))
+        V[:-1, :na] = s * Q[np.ix_(z0, ad)]
+        V[-1, :na] = y[ad]
+        V[rpos, na + np.arange(nr)] = 1.0
+        V[dpos0, na + nr + np.arange(nd)] = s * delta
+        W = np.zeros((q, n0))
+        W[:na, :-1] = s * Q[np.ix_(ad, z0)]
+        W[:na, -1] = s * y[ad]
+        W[na + np.arange(nr), rpos] = 1.0
+        W[na + nr + np.arange(nd), dpos0] = -1.0
+        D = np.zeros((q, q))
+        D[:na, :na] = s * Q[np.ix_(ad, ad)]
+        if shift is not None:
+            D[np.arange(na), np.arange(na)] += s * shift[apos]
+        D[na + nr + np.arange(nd), na + nr + np.arange(nd)] = 1.0
+        return cls(z0, z, Q, y, s, shift, (kpos, kpos0, apos, rpos, dpos0, delta), V, W, D)
 
 
 class KKTUpdate(_KKTSystem):
@@ -789,47 +864,24 @@ class KKTUpdate(_KKTSystem):
         matrix), ``sign`` and ``singular``."""
         if root.singular:
             return None
-        in0 = np.isin(z, z0, assume_unique=True)
-        keep0 = np.isin(z0, z, assume_unique=True)
-        apos, kpos = np.flatnonzero(~in0), np.flatnonzero(in0)
-        rpos = np.flatnonzero(~keep0)
-        order0 = np.argsort(z0, kind="stable")
-        kpos0 = order0[np.searchsorted(z0, z[kpos], sorter=order0)]  # z0[kpos0] == z[kpos], any order
-        dpos0 = np.zeros(0, dtype=np.intp)
-        delta = np.zeros(0)
-        if shift is not None or shift0 is not None:
-            h = np.zeros(z.size) if shift is None else shift
-            h0 = np.zeros(z0.size) if shift0 is None else shift0
-            delta = h[kpos] - h0[kpos0]
-            changed = np.flatnonzero(delta != 0.0)
-            dpos0, delta = kpos0[changed], delta[changed]
-        na, nr, nd = apos.size, rpos.size, dpos0.size
-        q = na + nr + nd
-        if q > (cls.max_changes if max_changes is None else max_changes):
+        b = KKTBorder.make(z0, z, Q, y, s, shift0, shift,
+                           cls.max_changes if max_changes is None else max_changes)
+        if b is None:
             return None
-        n0 = z0.size + 1
-        ad = z[apos]
-        V = np.zeros((n0, q))
-        V[:-1, :na] = s * Q[np.ix_(z0, ad)]
-        V[-1, :na] = y[ad]
-        V[rpos, na + np.arange(nr)] = 1.0
-        V[dpos0, na + nr + np.arange(nd)] = s * delta
-        W = np.zeros((q, n0))
-        W[:na, :-1] = s * Q[np.ix_(ad, z0)]
-        W[:na, -1] = s * y[ad]
-        W[na + np.arange(nr), rpos] = 1.0
-        W[na + nr + np.arange(nd), dpos0] = -1.0
-        S = np.zeros((q, q))
-        S[:na, :na] = s * Q[np.ix_(ad, ad)]
-        if shift is not None:
-            S[np.arange(na), np.arange(na)] += s * shift[apos]
-        S[na + nr + np.arange(nd), na + nr + np.arange(nd)] = 1.0
-        MiV = root.solve(V) if q else np.zeros((n0, 0))
-        S -= W @ MiV
+        return cls.finish(root, b, root.solve(b.V) if b.q else np.zeros((z0.size + 1, 0)), b.D, pivot_tol)
+
+    @classmethod
+    def finish(cls, root: Any, b: KKTBorder, MiV: Array, D: Array, pivot_tol: float = 1e-13,
+               shift: Array | None = None) -> KKTUpdate | None:
+        """The update from its border ``b`` and ``MiV = M0^{-1} V`` (and ``D``, the border's or a
+        rescaled one, with ``shift`` the new matrix's shift if not the border's); ``None`` when a
+        pivot of ``S`` is at most ``pivot_tol`` of the largest."""
+        S = D - b.W @ MiV
         S_lu = _lu(S, pivot_tol) if S.size else (np.zeros((0, 0)), np.zeros(0, dtype=np.int32))
         if S_lu is None or not np.isfinite(MiV).all():
             return None
-        return cls(root, z0, z, Q, y, s, (kpos, kpos0, apos, rpos, MiV, W, S_lu), shift)
+        return cls(root, b.z0, b.z, b.Q, b.y, b.s, (b.kpos, b.kpos0, b.apos, b.rpos, MiV, b.W, S_lu),
+                   b.shift if shift is None else shift)
 
     @property
     def singular(self) -> bool:

@@ -15,6 +15,7 @@ from spl_bench.gaga.inner import WeightedSVMDual, canonical_duplicates, low_rank
 from spl_bench.gaga.linalg import (
     AnyFactor,
     Factor,
+    KKTBorder,
     KKTUpdate,
     LowRankSVMFactor,
     MergedKKT,
@@ -22,6 +23,7 @@ from spl_bench.gaga.linalg import (
     RowScaled,
     SchurBlocks,
     SchurFactor,
+    ShiftedTridiagonal,
     groups_hint,
     kkt_factor,
 )
@@ -357,17 +359,24 @@ class SVMSystem(PathSystem):
         memo = self._cache.get("schur_update")
         if memo is not None and memo[0] == c0:
             return memo[1], Jl
-        ifree_b, nz_b, blocks = base
-        m_b = ifree_b.size - nz_b
-        root_j = SchurFactor(blocks, np.full(m_b, c0), refine=False)  # refined on this J (RowScaled)
-        if root_j.singular:
+        border = self._schur_border(base)
+        if border is None:
             return None
-        d_b = np.concatenate([-np.ones(nz_b), np.full(m_b, c0), [1.0]])
+        ifree_b, nz_b, blocks = base
+        root_j = SchurFactor(blocks, np.full(ifree_b.size - nz_b, c0), refine=False)  # refined on this J
+        if root_j.singular or not isinstance(root_j.S, ShiftedTridiagonal):
+            return None
+        b, parts, grow = border
+        # the border at shift 1 on M: a Δ column scales with the shift 1 / c0, as does the
+        # diagonal of an index added to M
+        MiV = blocks.uniform_solve(parts, root_j.S, c0)
+        MiV[:, b.apos.size + b.rpos.size:] *= 1.0 / c0
+        D = b.D.copy()
+        D[np.arange(b.apos.size), np.arange(b.apos.size)] += (1.0 / c0 - 1.0) * grow
+        d_b = np.concatenate([-np.ones(nz_b), np.full(ifree_b.size - nz_b, c0), [1.0]])
         nz = self.iz.size
-        h0 = np.concatenate([np.zeros(nz_b), np.full(m_b, 1.0 / c0)])
         h = np.concatenate([np.zeros(nz), np.full(self.im.size, 1.0 / c0)])
-        upd = KKTUpdate.make(RowScaled(root_j, 1.0 / d_b), ifree_b, self.ifree, self.Q, self.y, 1.0,
-                             shift0=h0, shift=h, max_changes=SCHUR_UPDATE_MAX, pivot_tol=1e-9)
+        upd = KKTUpdate.finish(RowScaled(root_j, 1.0 / d_b), b, MiV, D, pivot_tol=1e-9, shift=h)
         if upd is None:
             return None
         d = np.concatenate([-np.ones(nz), c, [1.0]])
@@ -375,6 +384,28 @@ class SVMSystem(PathSystem):
         self.n_schur_updates += 1
         self._cache["schur_update"] = (c0, f)
         return f, Jl
+
+    def _schur_border(self, base: tuple[NDArray[np.intp], int, SchurBlocks]
+                      ) -> tuple[KKTBorder, tuple[Array, Array], Array] | None:
+        """Per set configuration: the bordering of the base's ``K`` at shift 1 on M
+        (:class:`KKTBorder`), the parts of its solves with the base blocks that no ``c`` changes
+        (:meth:`SchurBlocks.uniform_rhs`: with ``J = diag(d) K``, ``K^{-1} V = J^{-1} d V``, ``d``
+        being ``-1`` on E_Z, ``c`` on M and 1 on the row of b), and the added indices in M."""
+        ifree_b, nz_b, blocks = base
+        memo = self._cache.get("schur_border")
+        if memo is None or memo[0] is not blocks:
+            nz = self.iz.size
+            b = KKTBorder.make(ifree_b, self.ifree, self.Q, self.y, 1.0,
+                               np.concatenate([np.zeros(nz_b), np.ones(ifree_b.size - nz_b)]),
+                               np.concatenate([np.zeros(nz), np.ones(self.im.size)]), SCHUR_UPDATE_MAX)
+            out = None
+            if b is not None:
+                r1 = b.V[blocks.i1]
+                r1[:-1] *= -1.0  # the E_Z rows (i1: E_Z, then b)
+                out = (b, blocks.uniform_rhs(r1, b.V[blocks.i2]), (b.apos >= nz).astype(float))
+            memo = (blocks, out)
+            self._cache["schur_border"] = memo
+        return memo[1]
 
     def _jvec(self, c0: float) -> Callable[[Array], Array]:
         """``x -> J x`` for the current sets (kept if they change) with one ``c = c0`` on every M
