@@ -62,6 +62,8 @@ bench: install               ## speed benchmarks (quick sizes), written under re
 
 bench-full: install          ## the full-size benchmarks (hours on 2 cores)
 	$(BIN)/python scripts/bench_gaga.py
+	$(BIN)/python scripts/bench_gaga.py --no-acs --cases svm_t2_pendigits svm_t2_mfeat_pixel svm_t2_hiva_agnostic \
+		--reference-method PC --stem gaga_svm_rows
 	$(BIN)/python scripts/bench_outlier_path.py
 	$(BIN)/python scripts/bench_dspl.py --n 1000000 --p 50
 
