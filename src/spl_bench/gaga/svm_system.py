@@ -46,6 +46,8 @@ SCHUR_CACHE = 4
 #: configuration's Jacobian is solved through the latest reduced Schur blocks
 #: (:meth:`SVMSystem._updated_factor`) instead of blocks and a reduction of its own; 0: never
 SCHUR_UPDATE_MAX = 12
+#: smallest M for that route: below it a reduction of W costs less than the bordered solves
+SCHUR_UPDATE_MIN_M = 128
 
 
 def _remember(lru: OrderedDict, key: Any, value: Any) -> None:
@@ -90,7 +92,7 @@ class SVMSystem(PathSystem):
         self._A_lru: OrderedDict[bytes, Factor | KKTUpdate | MergedKKT] = OrderedDict()
         self._A_root: tuple[NDArray[np.intp], Factor] | None = None  # the latest LU of a margin block
         # (free set, |E_Z|, blocks) of the latest configuration whose Schur blocks were reduced
-        self._schur_base: tuple[NDArray[np.intp], int, SchurBlocks] | None = None
+        self._schur_base: tuple[_Reps, SchurBlocks] | None = None
         self.n_schur_updates = 0  # Jacobians solved through them (_updated_factor)
         self._rows_lru: OrderedDict[bytes, tuple[Array, Array]] = OrderedDict()  # Q[free], Q[free, free]
         self._pe_lru: OrderedDict[bytes, Array] = OrderedDict()  # C Q[:, E_P] 1
@@ -331,7 +333,9 @@ class SVMSystem(PathSystem):
         c, Jl = self._mixed_terms(theta, lam)
         f = SchurFactor(blocks, c)
         if blocks.reduced:
-            self._schur_base = (self.ifree, self.iz.size, blocks)
+            reps = self._reps()
+            if reps is not None:
+                self._schur_base = (reps, blocks)
         return f, Jl
 
     def _updated_factor(self, theta: Array, lam: float) -> tuple[AnyFactor, Array] | None:
@@ -344,13 +348,15 @@ class SVMSystem(PathSystem):
         (:class:`SchurFactor`); this configuration's ``K`` differs from it by the indices that
         entered or left ``F`` and those that moved between E_Z and M (a change of ``h``), and is
         solved by bordering (:class:`KKTUpdate`).  A critical point moves one or two indices, while
-        new blocks cost a reduction (three to four LUs of order ``|M|``) and their ``W``.  Not used
-        with duplicated samples in the free set, beyond :data:`SCHUR_UPDATE_MAX` changes, or when
-        the bordered system's Schur complement has a pivot below ``1e-9`` of the largest; a new
-        configuration then gets its own blocks (and becomes the base once reduced).
+        new blocks cost a reduction (three to four LUs of order ``|M|``) and their ``W``.
+        Duplicated samples in E_Z (equal rows and columns) are merged, one per group
+        (:class:`_Reps`), as :class:`Factor` merges them: the minimum-norm solution and the merged
+        system's sign.  Not used beyond :data:`SCHUR_UPDATE_MAX` changes, or when the bordered
+        system's Schur complement has a pivot below ``1e-9`` of the largest; a new configuration
+        then gets its own blocks (and becomes the base once reduced).
         """
         base = self._schur_base
-        if base is None or SCHUR_UPDATE_MAX <= 0 or self.im.size < 3 or self._merge_hint() is not None:
+        if base is None or SCHUR_UPDATE_MAX <= 0 or self.im.size < max(SCHUR_UPDATE_MIN_M, 3):
             return None
         c, Jl = self._mixed_terms(theta, lam)
         c0 = float(c[0])
@@ -362,56 +368,73 @@ class SVMSystem(PathSystem):
         border = self._schur_border(base)
         if border is None:
             return None
-        ifree_b, nz_b, blocks = base
-        root_j = SchurFactor(blocks, np.full(ifree_b.size - nz_b, c0), refine=False)  # refined on this J
-        if root_j.singular or not isinstance(root_j.S, ShiftedTridiagonal):
+        reps_b, blocks = base
+        root_j = SchurFactor(blocks, np.full(reps_b.m, c0), refine=False)  # refined on this J
+        if root_j.least_squares or not isinstance(root_j.S, ShiftedTridiagonal):
             return None
-        b, parts, grow = border
+        b, parts, grow, reps = border
         # the border at shift 1 on M: a Δ column scales with the shift 1 / c0, as does the
         # diagonal of an index added to M
-        MiV = blocks.uniform_solve(parts, root_j.S, c0)
+        MiV = reps_b.contract(blocks.uniform_solve(parts, root_j.S, c0))
         MiV[:, b.apos.size + b.rpos.size:] *= 1.0 / c0
         D = b.D.copy()
         D[np.arange(b.apos.size), np.arange(b.apos.size)] += (1.0 / c0 - 1.0) * grow
-        d_b = np.concatenate([-np.ones(nz_b), np.full(ifree_b.size - nz_b, c0), [1.0]])
-        nz = self.iz.size
-        h = np.concatenate([np.zeros(nz), np.full(self.im.size, 1.0 / c0)])
-        upd = KKTUpdate.finish(RowScaled(root_j, 1.0 / d_b), b, MiV, D, pivot_tol=1e-9, shift=h)
+        d_b = np.concatenate([-np.ones(reps_b.nz_full), np.full(reps_b.m, c0), [1.0]])
+        root = _RepSolve(RowScaled(root_j, 1.0 / d_b), reps_b,
+                         root_j.sign * (-1.0) ** reps_b.nz * np.sign(c0) ** reps_b.m)
+        h = np.concatenate([np.zeros(reps.nz), np.full(reps.m, 1.0 / c0)])
+        upd = KKTUpdate.finish(root, b, MiV, D, pivot_tol=1e-9, shift=h)
         if upd is None:
             return None
-        d = np.concatenate([-np.ones(nz), c, [1.0]])
-        f = RowScaled(upd, d, matvec=self._jvec(c0))
+        d = np.concatenate([-np.ones(reps.nz), c, [1.0]])
+        f: Any = RowScaled(upd, d, matvec=self._jvec(c0, reps))
+        if not reps.identity:
+            f = _MergedOut(f, reps)
         self.n_schur_updates += 1
         self._cache["schur_update"] = (c0, f)
         return f, Jl
 
-    def _schur_border(self, base: tuple[NDArray[np.intp], int, SchurBlocks]
-                      ) -> tuple[KKTBorder, tuple[Array, Array], Array] | None:
+    def _reps(self) -> _Reps | None:
+        """The free set with duplicated samples in E_Z merged (:class:`_Reps`), per set
+        configuration; ``None`` if a duplicate of a margin sample is in M."""
+        if "reps" not in self._cache:
+            self._cache["reps"] = _Reps.make(self.iz, self.im, self._canon)
+        return self._cache["reps"]
+
+    def _schur_border(self, base: tuple[_Reps, SchurBlocks]
+                      ) -> tuple[KKTBorder, tuple[Array, Array], Array, _Reps] | None:
         """Per set configuration: the bordering of the base's ``K`` at shift 1 on M
         (:class:`KKTBorder`), the parts of its solves with the base blocks that no ``c`` changes
         (:meth:`SchurBlocks.uniform_rhs`: with ``J = diag(d) K``, ``K^{-1} V = J^{-1} d V``, ``d``
-        being ``-1`` on E_Z, ``c`` on M and 1 on the row of b), and the added indices in M."""
-        ifree_b, nz_b, blocks = base
+        being ``-1`` on E_Z, ``c`` on M and 1 on the row of b), the added indices in M, and the
+        merged free set."""
+        reps_b, blocks = base
         memo = self._cache.get("schur_border")
         if memo is None or memo[0] is not blocks:
-            nz = self.iz.size
-            b = KKTBorder.make(ifree_b, self.ifree, self.Q, self.y, 1.0,
-                               np.concatenate([np.zeros(nz_b), np.ones(ifree_b.size - nz_b)]),
-                               np.concatenate([np.zeros(nz), np.ones(self.im.size)]), SCHUR_UPDATE_MAX)
+            reps = self._reps()
+            b = None
+            if reps is not None:
+                b = KKTBorder.make(reps_b.ids, reps.ids, self.Q, self.y, 1.0, reps_b.pattern, reps.pattern,
+                                   SCHUR_UPDATE_MAX)
             out = None
             if b is not None:
-                r1 = b.V[blocks.i1]
+                V = reps_b.expand(b.V)  # the base's unmerged rows
+                r1 = V[blocks.i1]
                 r1[:-1] *= -1.0  # the E_Z rows (i1: E_Z, then b)
-                out = (b, blocks.uniform_rhs(r1, b.V[blocks.i2]), (b.apos >= nz).astype(float))
+                out = (b, blocks.uniform_rhs(r1, V[blocks.i2]), (b.apos >= reps.nz).astype(float), reps)
             memo = (blocks, out)
             self._cache["schur_border"] = memo
         return memo[1]
 
-    def _jvec(self, c0: float) -> Callable[[Array], Array]:
-        """``x -> J x`` for the current sets (kept if they change) with one ``c = c0`` on every M
-        row (:meth:`jacobians`)."""
-        k, nz = self.ifree.size, self.iz.size
-        Qff, yf = self._Qff(), self.y[self.ifree]
+    def _jvec(self, c0: float, reps: _Reps) -> Callable[[Array], Array]:
+        """``x -> J x`` for the current sets, duplicates in E_Z merged (:class:`_Reps`; kept if
+        the sets change) with one ``c = c0`` on every M row (:meth:`jacobians`)."""
+        Qff = self._Qff()
+        if not reps.identity:  # the merged block, per set configuration
+            if "Qff_reps" not in self._cache:
+                self._cache["Qff_reps"] = Qff[np.ix_(reps.pos, reps.pos)]
+            Qff = self._cache["Qff_reps"]
+        k, nz, yf = reps.ids.size, reps.nz, self.y[reps.ids]
 
         def jvec(x: Array) -> Array:
             u = Qff @ x[:k] + np.multiply.outer(yf, x[k])
@@ -650,3 +673,94 @@ def svm_kkt(model: SVMModel, sp: SPRegularizer, params: Params, X: Array, y: Arr
     a = params.dual_coef / C
     nat = np.abs(a - np.clip(a + g, 0.0, v))
     return float(max(nat.max(initial=0.0), abs(float(params.dual_coef @ y)) / C))
+
+
+class _Reps:
+    """A free set ``E_Z ∪ M`` with duplicated samples in E_Z merged, one per group (equal rows and
+    columns of ``J``; M rows differ by their identity term): ``ids`` (E_Z's representatives, as
+    ``canon`` gives them, then M), ``group`` (of each E_Z position), ``size`` (of each group) and
+    ``pos`` (a position in the free set of each of ``ids``).  ``expand`` copies a merged row to its
+    group, ``contract`` sums a group's rows, ``average`` and ``split`` take a right-hand side to the
+    merged system and its solution back (equal shares: :class:`Factor`'s minimum-norm solution).
+    """
+
+    def __init__(self, ids: NDArray[np.intp], nz: int, nz_full: int, group: NDArray[np.intp], size: Array,
+                 pos: NDArray[np.intp]) -> None:
+        self.ids, self.nz, self.nz_full, self.group, self.size, self.pos = ids, nz, nz_full, group, size, pos
+        self.m = int(ids.size - nz)
+        self.identity = nz == nz_full
+        self.pattern = np.concatenate([np.zeros(nz), np.ones(self.m)])  # the shift of M, per unit
+
+    @classmethod
+    def make(cls, iz: NDArray[np.intp], im: NDArray[np.intp], canon: NDArray[np.intp] | None) -> _Reps | None:
+        nz = iz.size
+        if canon is None:
+            return cls(np.concatenate([iz, im]), nz, nz, np.arange(nz), np.ones(nz),
+                       np.arange(nz + im.size))
+        reps, first, group, size = np.unique(canon[iz], return_index=True, return_inverse=True, return_counts=True)
+        if np.isin(canon[im], reps).any() or np.isin(im, reps).any():
+            return None
+        return cls(np.concatenate([reps, im]), reps.size, nz, np.asarray(group).ravel(), size.astype(float),
+                   np.concatenate([first, nz + np.arange(im.size)]))
+
+    def expand(self, X: Array) -> Array:
+        """Merged rows to the free set's (a group's row copied to each member)."""
+        return X if self.identity else np.concatenate([X[self.group], X[self.nz:]])
+
+    def contract(self, X: Array) -> Array:
+        """The free set's rows to merged ones (a group's rows summed)."""
+        if self.identity:
+            return X
+        Z = np.zeros((self.nz, *X.shape[1:]))
+        np.add.at(Z, self.group, X[:self.nz_full])
+        return np.concatenate([Z, X[self.nz_full:]])
+
+    def average(self, X: Array) -> Array:
+        """The free set's rows to merged ones (a group's rows averaged)."""
+        Z = self.contract(X)
+        Z[:self.nz] /= self.size if X.ndim == 1 else self.size[:, None]
+        return Z
+
+    def split(self, X: Array) -> Array:
+        """A merged solution to the free set's (equal shares of a group's value)."""
+        w = self.size if X.ndim == 1 else self.size[:, None]
+        return np.concatenate([(X[:self.nz] / w)[self.group], X[self.nz:]])
+
+
+class _RepSolve:
+    """:class:`Factor`'s interface for the merged system (:class:`_Reps`) of the unmerged ``inner``
+    (whose solves are the minimum-norm ones); ``sign`` given by the caller."""
+
+    singular = False
+    least_squares = False
+    merged = None
+
+    def __init__(self, inner: Any, reps: _Reps, sign: float) -> None:
+        self.inner, self.reps, self.sign = inner, reps, float(sign)
+
+    @property
+    def n(self) -> int:
+        return int(self.reps.ids.size + 1)
+
+    def solve(self, rhs: Array) -> Array:
+        return self.reps.contract(self.inner.solve(self.reps.expand(rhs)))
+
+
+class _MergedOut:
+    """:class:`Factor`'s interface for ``J`` with duplicated samples in E_Z from a factor of its
+    merged system (:class:`_Reps`): a group's rows averaged, its value split equally, the merged
+    system's sign; ``singular`` (not least squares), as :class:`Factor` reports a merged ``J``."""
+
+    singular = True
+    least_squares = False
+    merged = None
+
+    def __init__(self, inner: Any, reps: _Reps) -> None:
+        self.inner, self.reps, self.sign = inner, reps, float(inner.sign)
+
+    @property
+    def n(self) -> int:
+        return int(self.reps.nz_full + self.reps.m + 1)
+
+    def solve(self, rhs: Array) -> Array:
+        return self.reps.split(self.inner.solve(self.reps.average(rhs)))
