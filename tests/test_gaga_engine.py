@@ -699,17 +699,21 @@ def test_kkt_update_with_diagonal_shifts_and_reordered_indices_solves_like_a_new
     np.testing.assert_array_equal(upd.J, M)
 
 
-def _svm_schur_system(monkeypatch, seed: int):
-    """An RBF SVM system (linear SP) on 120 breast-cancer rows, the Schur route for any margin set."""
+def _svm_schur_system(monkeypatch, seed: int, dup: bool = False):
+    """An RBF SVM system (linear SP) on 120 breast-cancer rows, the Schur route (and its updates)
+    for any margin set and M; ``dup``: rows 1-3 repeat row 0 and row 11 repeats row 10."""
     from sklearn.datasets import load_breast_cancer
 
     import spl_bench.gaga.svm_system as svm_system
     from spl_bench.gaga.systems import make_system
 
     monkeypatch.setattr(svm_system, "SCHUR_MIN_Z", 3)
+    monkeypatch.setattr(svm_system, "SCHUR_UPDATE_MIN_M", 3)
     rng = np.random.default_rng(seed)
     X, y = load_breast_cancer(return_X_y=True)
     i = rng.choice(len(y), 120, replace=False)
+    if dup:
+        i[1:4], i[11] = i[0], i[10]
     X, y = X[i][:, :8], 2.0 * y[i] - 1.0
     X = (X - X.mean(0)) / X.std(0)
     mdl = get_model("svm", C=1.0, kernel="rbf")
@@ -723,21 +727,25 @@ def _set_codes(system, code):
 
 @settings(max_examples=15, deadline=None)
 @given(seed=st.integers(0, 10_000), moves=st.lists(st.sampled_from(
-    ["Z>M", "M>Z", "M>D", "D>M", "N>Z", "Z>N"]), min_size=1, max_size=6))
-def test_svm_jacobian_of_new_sets_through_the_latest_reduced_blocks_solves_like_the_dense_one(seed, moves):
+    ["Z>M", "M>Z", "M>D", "D>M", "N>Z", "Z>N"]), min_size=1, max_size=6), dup=st.booleans())
+def test_svm_jacobian_of_new_sets_through_the_latest_reduced_blocks_solves_like_the_dense_one(seed, moves, dup):
     """A set configuration a few moves from the one whose Schur blocks were last reduced is
     solved through those blocks (``SVMSystem._updated_factor``: bordering of the symmetric form
-    of ``J``).  Against the dense ``J`` of the new sets: same solution, same sign of det J; and
-    past ``SCHUR_UPDATE_MAX`` changes the configuration gets blocks of its own."""
+    of ``J``).  Against the dense ``J`` of the new sets: same solution, same sign of det J; with
+    duplicated samples on the margin (J singular) the minimum-norm solution (``lstsq``) and the
+    merged system's sign.  Past ``SCHUR_UPDATE_MAX`` changes the configuration gets blocks of
+    its own."""
     import pytest as _pytest
 
-    from spl_bench.gaga.linalg import RowScaled, SchurFactor
+    from spl_bench.gaga.linalg import Factor, RowScaled, SchurFactor
 
     with _pytest.MonkeyPatch.context() as mp:
-        rng, system, svm_system = _svm_schur_system(mp, seed)
+        rng, system, svm_system = _svm_schur_system(mp, seed, dup)
         n = system.n
         code = rng.choice([svm_system.SVM_N, svm_system.SVM_Z, svm_system.SVM_PE, svm_system.SVM_PM,
                            svm_system.SVM_PD], n, p=[0.3, 0.15, 0.1, 0.3, 0.15])
+        if dup:  # twins share g, v and so their set: both groups on the margin
+            code[[0, 1, 2, 3, 10, 11]] = svm_system.SVM_Z
         _set_codes(system, code)
         system.a = rng.uniform(0.0, system.C, n)
         system.b = 0.1
@@ -749,6 +757,7 @@ def test_svm_jacobian_of_new_sets_through_the_latest_reduced_blocks_solves_like_
         for mv in moves:
             src, dst = mv.split(">")
             idx = np.flatnonzero(code == name[src])
+            idx = idx[idx > 11]  # the twins stay on the margin
             if idx.size:
                 code[rng.choice(idx)] = name[dst]
         _set_codes(system, code)
@@ -757,10 +766,11 @@ def test_svm_jacobian_of_new_sets_through_the_latest_reduced_blocks_solves_like_
         f, Jl = system.factor(theta, lam)
         J, Jl_ref = system.jacobians(theta, lam)
         np.testing.assert_allclose(Jl, Jl_ref, rtol=0, atol=0)
-        assert isinstance(f, RowScaled)
-        for rhs in (rng.normal(size=J.shape[0]), Jl_ref):
-            np.testing.assert_allclose(f.solve(rhs), np.linalg.solve(J, rhs), rtol=1e-9, atol=1e-10)
-        assert f.sign == np.linalg.slogdet(J)[0]
+        assert isinstance(f, RowScaled) != dup and f.singular == dup
+        for rhs in (J @ rng.normal(size=J.shape[0]), Jl_ref):
+            ref = np.linalg.lstsq(J, rhs, rcond=1e-12)[0]
+            np.testing.assert_allclose(f.solve(rhs), ref, rtol=1e-8, atol=1e-9 * np.abs(ref).max())
+        assert f.sign == (Factor(J).sign if dup else np.linalg.slogdet(J)[0])
         assert system.n_schur_updates >= 1
         # too many changes: the configuration's own blocks
         mp.setattr(svm_system, "SCHUR_UPDATE_MAX", 0)
@@ -769,11 +779,13 @@ def test_svm_jacobian_of_new_sets_through_the_latest_reduced_blocks_solves_like_
         assert isinstance(system.factor(system.theta(), lam)[0], SchurFactor)
 
 
-def test_svm_path_through_reduced_blocks_equals_the_path_with_blocks_per_configuration(monkeypatch):
+@pytest.mark.parametrize("dup", [False, True])
+def test_svm_path_through_reduced_blocks_equals_the_path_with_blocks_per_configuration(monkeypatch, dup):
     """The whole RBF-SVM path (linear SP, jumps included) with Jacobians of new set configurations
     solved through the latest reduced Schur blocks, against blocks made for every configuration:
-    the same event log (kinds, moves, ages to 1e-9) and the same path on a grid."""
-    rng, system, svm_system = _svm_schur_system(monkeypatch, 3)
+    the same event log (kinds, moves, ages to 1e-9) and the same path on a grid; also with
+    duplicated rows (merged on the margin)."""
+    rng, system, svm_system = _svm_schur_system(monkeypatch, 3, dup=dup)
     X, y = system.X, system.y
     b = age_path(X, y, model="svm", sp="linear", lam_range=(0.2, 3.0), C=1.0, kernel="rbf")
     monkeypatch.setattr(svm_system, "SCHUR_UPDATE_MAX", 0)
