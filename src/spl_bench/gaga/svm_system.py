@@ -91,7 +91,7 @@ class SVMSystem(PathSystem):
         self._blocks_lru: OrderedDict[tuple[bytes, bytes], SchurBlocks] = OrderedDict()
         self._A_lru: OrderedDict[bytes, Factor | KKTUpdate | MergedKKT] = OrderedDict()
         self._A_root: tuple[NDArray[np.intp], Factor] | None = None  # the latest LU of a margin block
-        # (free set, |E_Z|, blocks) of the latest configuration whose Schur blocks were reduced
+        # (merged free set, blocks) of the latest configuration whose Schur blocks were reduced
         self._schur_base: tuple[_Reps, SchurBlocks] | None = None
         self.n_schur_updates = 0  # Jacobians solved through them (_updated_factor)
         self._rows_lru: OrderedDict[bytes, tuple[Array, Array]] = OrderedDict()  # Q[free], Q[free, free]
@@ -278,7 +278,9 @@ class SVMSystem(PathSystem):
 
         Unknowns ``(a_Z, b)`` and ``a_M``: the Z rows and ``y^T a`` are fixed per sets,
         the M rows are ``diag(C^2 dv/dell) [Q_MZ, y_M | Q_MM] + [0 | I]``.  The blocks
-        are built once per set configuration; each point costs one ``|M| x |M|`` LU.
+        are built once per set configuration; each point costs one ``|M| x |M|`` LU (or, with
+        one ``c`` on every M row, a tridiagonal one).  A configuration near the latest one
+        whose blocks were reduced is solved through those instead (:meth:`_updated_factor`).
 
         With a linear kernel and more than ``d + 1`` samples in M: :class:`LowRankSVMFactor`
         (order ``|E_Z| + 1 + d``; with more than ``d + 1`` margin samples its minimum-norm
