@@ -503,6 +503,14 @@ def groups_hint(labels: NDArray[np.intp]) -> tuple[NDArray[np.intp], Array, NDAr
 UNIFORM_REDUCE_AT = 2
 
 
+def uniform_value(c: Array) -> float | None:
+    """The one value of ``c`` (to ``1e-14`` of ``max |c|``: the linear SP-regularizer gives every
+    mixed sample the same ``C^2 dv*/dell``), or ``None``."""
+    if c.size == 0:
+        return None
+    return float(c[0]) if float(np.ptp(c)) <= 1e-14 * float(np.abs(c).max()) else None
+
+
 class SchurBlocks:
     """The parts of a block system that stay fixed while the index sets do.
 
@@ -539,7 +547,7 @@ class SchurBlocks:
         few): each point is then a tridiagonal LU and two products with ``Q``.  Else one LU
         per point.
         """
-        if c.size >= 3 and self._tri is not False and float(np.ptp(c)) <= 1e-14 * float(np.abs(c).max()):
+        if c.size >= 3 and self._tri is not False and uniform_value(c) is not None:
             self._n_uniform += 1
             if self._tri is None and self._n_uniform >= UNIFORM_REDUCE_AT:
                 self._tri = Tridiagonal.make(self.W) or False

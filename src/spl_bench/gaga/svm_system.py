@@ -26,6 +26,7 @@ from spl_bench.gaga.linalg import (
     ShiftedTridiagonal,
     groups_hint,
     kkt_factor,
+    uniform_value,
 )
 from spl_bench.gaga.system_base import Array, PathSystem, _has_mixed, sp_v, sp_weights
 from spl_bench.models import Model, Params
@@ -361,8 +362,8 @@ class SVMSystem(PathSystem):
         if base is None or SCHUR_UPDATE_MAX <= 0 or self.im.size < max(SCHUR_UPDATE_MIN_M, 3):
             return None
         c, Jl = self._mixed_terms(theta, lam)
-        c0 = float(c[0])
-        if c0 == 0.0 or float(np.ptp(c)) > 1e-14 * abs(c0):
+        c0 = uniform_value(c)
+        if c0 is None or c0 == 0.0:  # K's shift is 1 / c
             return None
         memo = self._cache.get("schur_update")
         if memo is not None and memo[0] == c0:
@@ -719,6 +720,8 @@ class _Reps:
 
     def average(self, X: Array) -> Array:
         """The free set's rows to merged ones (a group's rows averaged)."""
+        if self.identity:
+            return X
         Z = self.contract(X)
         Z[:self.nz] /= self.size if X.ndim == 1 else self.size[:, None]
         return Z
