@@ -11,7 +11,7 @@ import scipy.linalg as sla
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spl_bench.gaga.linalg import Factor, LowRankSVMFactor
+from spl_bench.gaga.linalg import Factor, LowRankSVMFactor, MarginQR
 
 
 def dense_jacobian(Gz, Gm, yz, ym, c):
@@ -69,10 +69,15 @@ def test_nonsingular_solve_and_sign(seed, d, nz, nm, c_scale, integer):
 
 @settings(max_examples=80, deadline=None)
 @given(seed=st.integers(0, 10_000), d=st.integers(1, 6), extra=st.integers(1, 25), nm=st.integers(0, 30),
-       c_scale=st.sampled_from([1e-3, 0.2, 1.0, 30.0]), consistent=st.booleans())
-def test_singular_is_gelsy_minimum_norm(seed, d, extra, nm, c_scale, consistent):
+       c_scale=st.sampled_from([1e-3, 0.2, 1.0, 30.0]), consistent=st.booleans(), dup=st.booleans())
+def test_singular_is_gelsy_minimum_norm(seed, d, extra, nm, c_scale, consistent, dup):
+    """More margin samples than ``d + 1`` (``dup``: some of them duplicated, more than ``d + 1``
+    distinct ones, the case the SVM system sends here after merging fails): gelsy's answer."""
     nz = d + 1 + extra  # more margin samples than rank Q + 1: J is singular
     Gz, Gm, yz, ym, c, rng = problem(seed, d, nz, nm, c_scale, False)
+    if dup:
+        copies = rng.integers(0, nz, size=int(rng.integers(1, 6)))
+        Gz, yz = np.vstack([Gz, Gz[copies]]), np.concatenate([yz, yz[copies]])
     J = dense_jacobian(Gz, Gm, yz, ym, c)
     f = LowRankSVMFactor.make_singular(Gz, Gm, yz, ym, c)
     assert f is not None and f.singular and f.least_squares and f.sign == 0.0
@@ -126,25 +131,41 @@ def test_system_factor_matches_dense_route(noise):
     np.testing.assert_allclose(system._g(theta), g_q, rtol=0, atol=1e-10)
 
 
-def test_path_same_with_dense_route(monkeypatch):
+@pytest.mark.parametrize("dup", [False, True])
+def test_path_same_with_dense_route(monkeypatch, dup):
     """A linear-kernel path through a stretch with more than d + 1 margin samples (random labels:
     ~1,700 least-squares solves): the low-rank factors give the dense route's critical points
-    (1e-8 in lambda) and path (1e-6 on a grid)."""
+    (1e-8 in lambda) and path (1e-6 on a grid).  ``dup``: 30 samples twice, so that the margin
+    also holds duplicated samples among more than d + 1 distinct ones (the unmerged least
+    squares, against the dense route's gelsy)."""
     from spl_bench.gaga import age_path
 
     rng = np.random.default_rng(2)
     X = rng.normal(size=(160, 3))
     y = rng.choice([-1.0, 1.0], 160)
+    if dup:
+        X, y = np.vstack([X, X[:30]]), np.concatenate([y, y[:30]])
     grid = np.linspace(0.1, 20.0, 200)
     runs = []
+    dup_lstsq = []
+    make_singular = LowRankSVMFactor.make_singular.__func__
+
+    def counted(cls, Gz, *rest):
+        f = make_singular(cls, Gz, *rest)
+        dup_lstsq.append(f is not None and np.unique(Gz, axis=0).shape[0] < Gz.shape[0])
+        return f
+
     for dense in (False, True):
         if dense:
             monkeypatch.setattr(LowRankSVMFactor, "make", classmethod(lambda cls, *a: None))
             monkeypatch.setattr(LowRankSVMFactor, "make_singular", classmethod(lambda cls, *a: None))
+        else:
+            monkeypatch.setattr(LowRankSVMFactor, "make_singular", classmethod(counted))
         p = age_path(X, y, model="svm", sp="linear", lam_range=(0.1, 20.0), C=1.0, kernel="linear")
         runs.append(p)
     fast, ref = runs
     assert fast.meta["n_lstsq"] > 100  # the singular stretch was followed
+    assert any(dup_lstsq) == dup  # with duplicates on the margin, by the low-rank least squares
     assert [e["kind"] for e in fast.events] == [e["kind"] for e in ref.events]
     np.testing.assert_allclose([e["lam"] for e in fast.events], [e["lam"] for e in ref.events], rtol=0, atol=1e-8)
     for u, v in zip(fast.at(grid), ref.at(grid), strict=True):
@@ -183,3 +204,42 @@ def test_merged_duplicates_like_dense_merge(seed, d, nm, c_scale):
     cond = np.linalg.cond(J[np.ix_(hint[2], hint[2])])
     assert np.abs(x - ref).max() <= 1e-12 * cond * (1.0 + np.abs(ref).max())
     np.testing.assert_allclose(f.solve(r[:, 0]), x[:, 0], rtol=0, atol=1e-12 * (1 + np.abs(x).max()))
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), d=st.integers(1, 8), nm=st.integers(0, 20), steps=st.integers(1, 40))
+def test_margin_qr_updates_like_a_new_factorisation(seed, d, nm, steps):
+    """``MarginQR.moved_to`` through random joins and leaves (in or out of index order): ``Q R``
+    is the margin columns in the order asked for, ``Q`` orthogonal, and the factor made from it
+    solves like the dense ``J`` with the same sign."""
+    rng = np.random.default_rng(seed)
+    n = 3 * (d + 1) + 5
+    G, y = rng.normal(size=(n, d)), rng.choice([-1.0, 1.0], n)
+    Gm, ym, c = rng.normal(size=(nm, d)), rng.choice([-1.0, 1.0], nm), -rng.random(nm)
+    idx = np.sort(rng.choice(n, int(rng.integers(1, d + 2)), replace=False))
+    m = MarginQR.make(idx, G[idx], y[idx])
+    for _ in range(steps):
+        cur = list(m.idx)
+        for _ in range(int(rng.integers(1, 4))):
+            if rng.random() < 0.5 and len(cur) > 1:
+                cur.pop(int(rng.integers(len(cur))))
+            elif len(cur) < d + 1:
+                k = int(rng.integers(n))
+                if k not in cur:
+                    cur.insert(int(rng.integers(len(cur) + 1)), k)
+        new = np.array(cur) if rng.random() < 0.3 else np.sort(cur)
+        m = m.moved_to(new, G, y)
+        assert m is not None and np.array_equal(m.idx, new)
+        Q, R = m.factors()
+        Pt = np.vstack([y[new], G[new].T])
+        assert np.abs(Q[:, :new.size] @ R - Pt).max() <= 1e-10 * (1.0 + np.abs(Pt).max())
+        assert np.abs(Q.T @ Q - np.eye(d + 1)).max() <= 1e-10
+    f = LowRankSVMFactor.make(G[m.idx], Gm, y[m.idx], ym, c, m.factors())
+    J = dense_jacobian(G[m.idx], Gm, y[m.idx], ym, c)
+    if f is None:
+        assert np.linalg.cond(J) > 1e10
+        return
+    assert f.sign == np.linalg.slogdet(J)[0]
+    r = rng.normal(size=J.shape[0])
+    ref = np.linalg.solve(J, r)
+    assert np.abs(f.solve(r) - ref).max() <= 1e-12 * np.linalg.cond(J) * (1.0 + np.abs(ref).max())

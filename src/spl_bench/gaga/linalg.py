@@ -13,7 +13,19 @@ import numpy as np
 import scipy.linalg as sla
 from numpy.typing import NDArray
 from scipy.linalg.blas import dsymv, dsyrk
-from scipy.linalg.lapack import dgetrf, dgetrs, dgttrf, dgttrs, dorgqr, dpotrf, dpotri, dpotrs, dsytrd, dsytrd_lwork
+from scipy.linalg.lapack import (
+    dgetrf,
+    dgetrs,
+    dgttrf,
+    dgttrs,
+    dorgqr,
+    dpotrf,
+    dpotri,
+    dpotrs,
+    dsytrd,
+    dsytrd_lwork,
+    dtrtrs,
+)
 
 Array = NDArray[np.float64]
 
@@ -991,6 +1003,87 @@ def kkt_factor(Q: Array, y: Array, z: NDArray[np.intp], s: float, canon: NDArray
     return out, root
 
 
+def _lowrank_ed(Gm: Array, ym: Array, c: Array, v: Array) -> Array:
+    """``E D v`` of :class:`LowRankSVMFactor` for ``v = (x_b, w)`` (a vector or a matrix of
+    columns): ``t = G_M w + y_M x_b``, then ``(-(c y_M)^T t, -(w + G_M^T (c t)))``."""
+    t = Gm @ v[1:] + np.multiply.outer(ym, v[0])
+    ct = (c if v.ndim == 1 else c[:, None]) * t
+    out = np.empty(v.shape)
+    out[0] = -(ym @ ct)
+    out[1:] = -(v[1:] + Gm.T @ ct)
+    return out
+
+
+class MarginQR:
+    """The full QR factorisation ``P^T = Q R`` of the margin columns ``(y_i, G_i)``, ``i`` in
+    ``idx`` (in that order), of :class:`LowRankSVMFactor`, updated as samples join and leave.
+
+    A set a few samples away from this one is reached by column deletions and insertions
+    (:func:`scipy.linalg.qr_delete` / :func:`scipy.linalg.qr_insert`, ``O((d + 1)^2)`` each)
+    instead of a new factorisation (``O((d + 1)^2 |Z|)``); after :data:`MAX_UPDATES` updates
+    the factorisation is made afresh.  ``R`` is kept in full (``d + 1`` rows) as the update
+    routines take it.
+    """
+
+    #: most samples joining or leaving in one update
+    MAX_CHANGES = 8
+    #: updates before a new factorisation (the drift of many Givens rotations)
+    MAX_UPDATES = 64
+
+    def __init__(self, idx: NDArray[np.intp], Q: Array, R: Array, updates: int) -> None:
+        self.idx, self.Q, self.R, self.updates = idx, Q, R, updates
+
+    @classmethod
+    def make(cls, idx: NDArray[np.intp], Gz: Array, yz: Array) -> MarginQR | None:
+        """A new factorisation of the rows ``Gz`` (samples ``idx``), or ``None`` if there are more
+        of them than ``d + 1`` or they are linearly dependent (:meth:`ok`)."""
+        nz, d = Gz.shape
+        k = d + 1
+        if nz > k:
+            return None
+        if nz == 0:
+            return cls(idx, np.eye(k), np.zeros((k, 0)), 0)
+        Pt = np.empty((k, nz))
+        Pt[0] = yz
+        Pt[1:] = Gz.T
+        Q, R = sla.qr(Pt, mode="full", check_finite=False)
+        out = cls(idx, Q, R, 0)
+        return out if out.ok() else None
+
+    def ok(self) -> bool:
+        """Finite, and no diagonal entry of ``R`` at most ``1e-10`` of the largest."""
+        nz = self.idx.size
+        if nz == 0:
+            return True
+        dg = np.abs(np.diag(self.R[:nz]))
+        return bool(np.isfinite(self.R).all() and dg.min() > 1e-10 * dg.max())
+
+    def moved_to(self, idx: NDArray[np.intp], G: Array, y: Array) -> MarginQR | None:
+        """The factorisation of the samples ``idx`` (rows of ``G``, labels ``y``, columns in the
+        order of ``idx``): updated from this one, or made afresh when the sets differ by more
+        than :data:`MAX_CHANGES` samples, after :data:`MAX_UPDATES` updates, or when the kept
+        samples are in another order; ``None`` where :meth:`make` gives ``None``."""
+        k = G.shape[1] + 1
+        kept = np.isin(self.idx, idx)
+        added = np.flatnonzero(~np.isin(idx, self.idx))
+        nchg = int(np.count_nonzero(~kept)) + added.size
+        if (nchg > self.MAX_CHANGES or self.updates + nchg > self.MAX_UPDATES or idx.size > k
+                or not kept.any() or not np.array_equal(self.idx[kept], np.delete(idx, added))):
+            return MarginQR.make(idx, G[idx], y[idx])
+        Q, R = self.Q, self.R
+        for pos in np.flatnonzero(~kept)[::-1]:
+            Q, R = sla.qr_delete(Q, R, int(pos), 1, which="col", check_finite=False)
+        for j in added:  # every sample before position j of idx is in place already
+            col = np.concatenate([[y[idx[j]]], G[idx[j]]])
+            Q, R = sla.qr_insert(Q, R, col, int(j), which="col", check_finite=False)
+        out = MarginQR(idx.copy(), Q, R, self.updates + nchg)
+        return out if out.ok() else MarginQR.make(idx, G[idx], y[idx])
+
+    def factors(self) -> tuple[Array, Array]:
+        """``(Q, R_1)``: ``Q`` square and the ``|Z|``-square triangle of ``R``."""
+        return self.Q, np.ascontiguousarray(self.R[: self.idx.size])
+
+
 class LowRankSVMFactor:
     """:class:`Factor`'s interface for the SVM path Jacobian with a linear kernel.
 
@@ -1002,41 +1095,67 @@ class LowRankSVMFactor:
         b row:   y_Z^T a_Z + y_M^T a_M
 
     (``F = Z, M``).  With ``w = G_F^T x_F`` as an extra unknown and ``x_M`` eliminated
-    through its identity block, ``J x = r`` becomes the system of order
-    ``|Z| + 1 + d`` on ``(x_Z, x_b, w)``::
+    through its identity block, ``J x = r`` becomes the system ``S`` of order
+    ``|Z| + 1 + d`` on ``(x_Z, v)``, ``v = (x_b, w)``::
 
-        [  0      -y_Z              -G_Z              ] [x_Z]   [ r_Z           ]
-        [ y_Z^T   -sum c y_M^2      -(c y_M)^T G_M    ] [x_b] = [ r_b - y_M^T r_M ]
-        [ -G_Z^T   G_M^T (c y_M)    I + G_M^T diag(c) G_M ] [ w ]   [ G_M^T r_M       ]
+        [ 0          -P ] [x_Z]   [ r_Z                       ]
+        [ E P^T       D ] [ v ] = [ (r_b - y_M^T r_M, G_M^T r_M) ]
 
-    and ``x_M = r_M - c (G_M w + y_M x_b)``.  Both eliminations are Schur complements of
-    identity blocks of the augmented system (unknowns permuted alike on rows and columns),
-    so ``det J`` equals the determinant of this matrix: its LU gives the sign the engine's
-    fold test reads.  Cost per point ``O(|M| d^2)`` instead of the ``O(|M|^3)`` of a dense LU
-    of ``J`` (``|M|`` runs to thousands on the Table 11-16 rows, ``d`` to hundreds).
-    :meth:`make` gives ``None`` when the small system is singular to working precision
-    (more than ``d + 1`` samples on the margin, duplicated samples there): the caller's
-    dense route then merges or takes least squares.
+    with ``P = [y_Z, G_Z]``, ``E = diag(1, -I_d)`` and ``D v = (-(c y_M)^T t, w + G_M^T (c t))``,
+    ``t = G_M w + y_M x_b``; then ``x_M = r_M - c t``.  Both eliminations are Schur
+    complements of identity blocks of the augmented system (unknowns permuted alike on rows
+    and columns), so ``det J = det S``.
+
+    ``S`` is solved through a full QR of ``P^T = [Q_1 Q_2] [R; 0]`` (``|Z| <= d + 1``; it depends
+    on the margin set only, so the caller may keep it while M and ``c`` change): with
+    ``v = Q_1 alpha + Q_2 beta`` the Z rows give ``alpha = -R^{-T} r_Z``, the other rows projected
+    on ``Q_2`` give ``X beta = Q_2^T E (r_v - D Q_1 alpha)`` with ``X = Q_2^T E D Q_2`` of order
+    ``d + 1 - |Z|``, and projected on ``Q_1`` give ``x_Z = R^{-1} Q_1^T E (r_v - D v)``.  In the
+    basis ``(I, Q)`` the matrix ``diag(1, E) S`` is ``[[0, -R^T, 0], [R, X_11, X_12], [0, X_21, X]]``,
+    so ``det S = (-1)^d det(R)^2 det X``: the sign the engine's fold test reads is
+    ``(-1)^d sign det X``.  Cost per point ``O(|M| d (d + 1 - |Z|))`` and the small LU, plus the
+    QR per margin set, instead of the ``O(|M|^3)`` of a dense LU of ``J`` (``|M|`` runs to
+    thousands on the Table 11-16 rows, ``d`` to hundreds).
+    :meth:`make` gives ``None`` when ``P`` or ``X`` is singular to working precision
+    (duplicated samples on the margin, for instance): the caller's dense route then merges or
+    takes least squares.  With more than ``d + 1`` margin samples :meth:`make_singular` gives
+    the minimum-norm least-squares solution.
     """
 
     groups = None
 
     def __init__(self, Gz: Array, Gm: Array, yz: Array, ym: Array, c: Array,
-                 lu: tuple[Array, NDArray[np.int32]] | None, qr: tuple[Array, Array] | None = None) -> None:
+                 zqr: tuple[Array, Array] | None, xlu: tuple[Array, NDArray[np.int32]] | None,
+                 qr: tuple[Array, Array] | None = None) -> None:
         self.Gz, self.Gm, self.yz, self.ym, self.c = Gz, Gm, yz, ym, c
-        self.lu, self.qr = lu, qr
-        self.sign = _lu_sign(lu) if lu is not None else 0.0
+        self.zqr, self.xlu, self.qr = zqr, xlu, qr
         self.nz, self.nm = Gz.shape[0], Gm.shape[0]
         self.n = self.nz + self.nm + 1
+        d = Gz.shape[1]
+        if qr is not None:
+            self.sign = 0.0
+        else:
+            self.sign = (-1.0) ** d * (_lu_sign(xlu) if xlu is not None else 1.0)
 
     @property
     def singular(self) -> bool:
-        return self.lu is None
+        return self.qr is not None
 
     @property
     def least_squares(self) -> bool:
         """Singular ``J`` (more than ``d + 1`` samples on the margin): minimum-norm least squares."""
-        return self.lu is None
+        return self.qr is not None
+
+    @staticmethod
+    def margin_qr(Gz: Array, yz: Array) -> tuple[Array, Array] | None:
+        """The full QR ``(Q, R)`` of ``P^T = [y_Z, G_Z]^T`` (``Q`` square, ``R`` the ``|Z|``-square
+        triangle), or ``None`` if ``P`` has more rows than columns or is rank-deficient."""
+        m = MarginQR.make(np.arange(Gz.shape[0]), Gz, yz)
+        return None if m is None else m.factors()
+
+    def _edmul(self, v: Array) -> Array:
+        """``E D v`` (:func:`_lowrank_ed`)."""
+        return _lowrank_ed(self.Gm, self.ym, self.c, v)
 
     @classmethod
     def make_singular(cls, Gz: Array, Gm: Array, yz: Array, ym: Array, c: Array) -> LowRankSVMFactor | None:
@@ -1059,25 +1178,25 @@ class LowRankSVMFactor:
         dg = np.abs(np.diag(r))
         if not (np.isfinite(r).all() and dg.min() > 1e-10 * dg.max()):
             return None
-        return cls(Gz, Gm, yz, ym, c, None, (q, r))
+        return cls(Gz, Gm, yz, ym, c, None, None, (q, r))
 
     @classmethod
-    def make(cls, Gz: Array, Gm: Array, yz: Array, ym: Array, c: Array) -> LowRankSVMFactor | None:
-        nz, d = Gz.shape
-        cy = c * ym
-        S = np.zeros((nz + 1 + d, nz + 1 + d))
-        S[:nz, nz] = -yz
-        S[:nz, nz + 1:] = -Gz
-        S[nz, :nz] = yz
-        S[nz, nz] = -float(cy @ ym)
-        S[nz, nz + 1:] = -(cy @ Gm)
-        S[nz + 1:, :nz] = -Gz.T
-        S[nz + 1:, nz] = cy @ Gm
-        W = Gm.T @ (c[:, None] * Gm)
-        W[np.diag_indices(d)] += 1.0
-        S[nz + 1:, nz + 1:] = W
-        lu = _lu(S)
-        return None if lu is None else cls(Gz, Gm, yz, ym, c, lu)
+    def make(cls, Gz: Array, Gm: Array, yz: Array, ym: Array, c: Array,
+             zqr: tuple[Array, Array] | None = None) -> LowRankSVMFactor | None:
+        """The factor for ``|Z| <= d + 1`` margin samples, or ``None`` if ``S`` is singular to
+        working precision; ``zqr`` is :meth:`margin_qr` of ``(Gz, yz)`` if the caller has it."""
+        if zqr is None:
+            zqr = cls.margin_qr(Gz, yz)
+            if zqr is None:
+                return None
+        nz = Gz.shape[0]
+        xlu = None
+        if nz < Gz.shape[1] + 1:
+            Q2 = zqr[0][:, nz:]
+            xlu = _lu(Q2.T @ _lowrank_ed(Gm, ym, c, Q2))
+            if xlu is None:
+                return None
+        return cls(Gz, Gm, yz, ym, c, zqr, xlu)
 
     def matvec(self, x: Array) -> Array:
         """``J x`` from the factors (``x`` a vector or a matrix of columns)."""
@@ -1092,18 +1211,36 @@ class LowRankSVMFactor:
         return out
 
     def _solve(self, r: Array) -> Array:
-        nz, nm = self.nz, self.nm
-        rm = r[nz:nz + nm]
         if self.qr is not None:
             return self._solve_singular(r)
-        s = np.concatenate([r[:nz], (r[nz + nm] - self.ym @ rm)[None], self.Gm.T @ rm])
-        sol, info = dgetrs(self.lu[0], self.lu[1], s)
-        if info != 0:
-            return np.zeros(r.shape)
-        xb, w = sol[nz], sol[nz + 1:]
-        cm = self.c if r.ndim == 1 else self.c[:, None]
+        assert self.zqr is not None
+        Q, R = self.zqr
+        nz, nm = self.nz, self.nm
+        rm = r[nz:nz + nm]
+        # E r_v, r_v = (r_b - y_M^T r_M, G_M^T r_M)
+        er = np.concatenate([(r[nz + nm] - self.ym @ rm)[None], -(self.Gm.T @ rm)])
+        Q1, Q2 = Q[:, :nz], Q[:, nz:]
+        if nz:
+            alpha, info = dtrtrs(R, r[:nz], trans=1)
+            if info != 0:
+                return np.zeros(r.shape)
+            v = -(Q1 @ alpha)
+        else:
+            v = np.zeros(er.shape)
+        if Q2.shape[1]:
+            assert self.xlu is not None
+            beta, info = dgetrs(self.xlu[0], self.xlu[1], Q2.T @ (er - self._edmul(v)))
+            if info != 0:
+                return np.zeros(r.shape)
+            v = v + Q2 @ beta
         out = np.empty(r.shape)
-        out[:nz] = sol[:nz]
+        if nz:
+            xz, info = dtrtrs(R, Q1.T @ (er - self._edmul(v)))
+            if info != 0:
+                return np.zeros(r.shape)
+            out[:nz] = xz
+        xb, w = v[0], v[1:]
+        cm = self.c if r.ndim == 1 else self.c[:, None]
         out[nz:nz + nm] = rm - cm * (self.Gm @ w + np.multiply.outer(self.ym, xb))
         out[nz + nm] = xb
         return out
@@ -1130,7 +1267,7 @@ class LowRankSVMFactor:
         residual of ``J`` when it exceeds ``1e-12`` of the right-hand side (as
         :meth:`SchurFactor.solve`)."""
         x = self._solve(rhs)
-        if self.lu is None:  # least squares: J x = rhs need not hold
+        if self.qr is not None:  # least squares: J x = rhs need not hold
             return x
         e = rhs - self.matvec(x)
         if float(np.abs(e).max(initial=0.0)) > 1e-12 * float(np.abs(rhs).max(initial=0.0)):

@@ -18,6 +18,7 @@ from spl_bench.gaga.linalg import (
     KKTBorder,
     KKTUpdate,
     LowRankSVMFactor,
+    MarginQR,
     MergedKKT,
     MergedLowRankSVMFactor,
     RowScaled,
@@ -94,6 +95,7 @@ class SVMSystem(PathSystem):
         self._A_root: tuple[NDArray[np.intp], Factor] | None = None  # the latest LU of a margin block
         # (merged free set, blocks) of the latest configuration whose Schur blocks were reduced
         self._schur_base: tuple[_Reps, SchurBlocks] | None = None
+        self._margin_qr_memo: MarginQR | None = None  # the latest margin set's QR (linear kernel)
         self.n_schur_updates = 0  # Jacobians solved through them (_updated_factor)
         self._rows_lru: OrderedDict[bytes, tuple[Array, Array]] = OrderedDict()  # Q[free], Q[free, free]
         self._pe_lru: OrderedDict[bytes, Array] = OrderedDict()  # C Q[:, E_P] 1
@@ -286,9 +288,9 @@ class SVMSystem(PathSystem):
         With a linear kernel and more than ``d + 1`` samples in M: :class:`LowRankSVMFactor`
         (order ``|E_Z| + 1 + d``; with more than ``d + 1`` margin samples its minimum-norm
         least squares; with duplicated samples on the margin, on one per group:
-        :class:`MergedLowRankSVMFactor`); the dense route where those do not apply
-        (rank-deficient ``[G_Z, y_Z]``, a singular small system, more than ``d + 1`` groups of
-        duplicates on the margin).
+        :class:`MergedLowRankSVMFactor`, and with more than ``d + 1`` groups there, the
+        minimum-norm least squares of the unmerged system); the dense route where those do not
+        apply (rank-deficient ``[G_Z, y_Z]``, a singular small system).
         """
         if self.G is not None and self.im.size > self.G.shape[1] + 1:
             # linear kernel: the order |E_Z| + 1 + d system of LowRankSVMFactor (dense when singular)
@@ -311,11 +313,16 @@ class SVMSystem(PathSystem):
                 first, zgroup, zsize = self._cache["zgroups"]
                 if first.size <= Gf.shape[1] + 1:
                     iz1 = self.iz[first]
-                    inner = LowRankSVMFactor.make(Gf[first], Gf[nz:], self.y[iz1], self.y[self.im], c)
+                    zqr = self._margin_qr(iz1)
+                    inner = (LowRankSVMFactor.make(Gf[first], Gf[nz:], self.y[iz1], self.y[self.im], c, zqr)
+                             if zqr is not None else None)
                     if inner is not None:
                         f = MergedLowRankSVMFactor(inner, zgroup, zsize)
+                else:  # singular also after merging: the minimum-norm least squares, as Factor's gelsy
+                    f = LowRankSVMFactor.make_singular(*parts)
             elif nz <= Gf.shape[1] + 1:
-                f = LowRankSVMFactor.make(*parts)
+                zqr = self._margin_qr(self.iz)
+                f = LowRankSVMFactor.make(*parts, zqr) if zqr is not None else None
             else:  # singular: more than d + 1 margin samples
                 f = LowRankSVMFactor.make_singular(*parts)
             if f is not None:
@@ -340,6 +347,21 @@ class SVMSystem(PathSystem):
             if reps is not None:
                 self._schur_base = (reps, blocks)
         return f, Jl
+
+    def _margin_qr(self, iz: NDArray[np.intp]) -> tuple[Array, Array] | None:
+        """:meth:`LowRankSVMFactor.margin_qr` of the margin samples ``iz``: the latest one's
+        :class:`MarginQR` updated where the margin set changed by a few samples (on the
+        linear-kernel rows a Newton polish or a warm start moves one or two at a time)."""
+        memo = self._margin_qr_memo
+        if memo is not None and np.array_equal(memo.idx, iz):
+            return memo.factors()
+        assert self.G is not None
+        memo = (memo.moved_to(iz, self.G, self.y) if memo is not None
+                else MarginQR.make(iz, self.G[iz], self.y[iz]))
+        if memo is None:
+            return None
+        self._margin_qr_memo = memo
+        return memo.factors()
 
     def _updated_factor(self, theta: Array, lam: float) -> tuple[AnyFactor, Array] | None:
         """``J`` of a new set configuration through the latest reduced Schur blocks, or ``None``.
