@@ -252,3 +252,43 @@ def test_first_fit_at_v1_is_exact_with_a_linear_kernel(kernel):
     else:
         assert system.dual_solver is None or system.dual_solver.n_lowrank == 0
         assert fits.n_libsvm == 1
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf"])
+def test_warm_start_sets_from_the_margins(kernel):
+    """A path point warm-starts a fit in the box of a new age (GAGA Algorithm 2, line 8): its
+    samples at the bound sit inside the new box.  The start sets taken from its margins
+    (``fit(u, a0, b0)``) are the optimum's own sets in the old box, and from them the fit in the
+    new box is exact (natural residual with margins ``1 - Q a - y b`` recomputed <= 1e-9)
+    with the dual objective of a fit from ``a = 0`` on another solver."""
+    from spl_bench.gaga.inner import WeightedSVMDual, low_rank_factor
+
+    X, y = digits_3_vs_8(240, seed=5, flip=0.3)
+    n = len(y)
+    rng = np.random.default_rng(5)
+    if kernel == "linear":
+        Q = (X @ X.T) * np.outer(y, y)
+        make = lambda: WeightedSVMDual(Q, y, factor=low_rank_factor("linear", X, y))  # noqa: E731
+    else:
+        sq = (X**2).sum(1)
+        Q = np.exp(-(sq[:, None] + sq[None, :] - 2 * X @ X.T) / X.shape[1]) * np.outer(y, y)
+        make = lambda: WeightedSVMDual(Q, y)  # noqa: E731
+    solver = make()
+    v = np.clip(rng.uniform(0.2, 1.3, n), 0.0, 1.0)
+    a, b, g = solver.fit_cold(C * v) if kernel == "linear" else solver.fit(C * v, np.zeros(n))
+    Z, P = solver._sets_of(a, C * v)
+    Zm, Pm = solver._sets_of_margins(a, b, C * v)
+    assert np.array_equal(Z, Zm) and np.array_equal(P, Pm & ~Z)
+    # a new age: the weights of the samples at the bound grow, theirs a stays
+    v2 = np.where(P, np.minimum(1.05 * v, 1.0), v)
+    assert np.array_equal(solver._sets_of_margins(a, b, C * v2)[1], P)  # still at the bound
+    solver._last = None  # a0 is not the solver's latest solution (a path point is not)
+    out = solver.fit(C * v2, a, b)
+    assert out is not None
+    a2, b2, _ = out
+    assert svm_natural_residual(a2, 1.0 - Q @ a2 - y * b2, v2, y, C) <= 1e-9
+    fresh = make()
+    ref = fresh.fit_cold(C * v2) if kernel == "linear" else fresh.fit(C * v2, np.zeros(n))
+    assert ref is not None
+    obj = lambda t: 0.5 * t @ Q @ t - t.sum()  # noqa: E731
+    assert abs(obj(a2) - obj(ref[0])) <= 1e-8 * (1.0 + abs(obj(ref[0])))

@@ -286,6 +286,8 @@ class WeightedSVMDual:
     #: solved exactly at its sets; false: the primal active-set method from the warm start
     libsvm_start: bool = True
     libsvm_start_tol: float = 1e-7
+    #: ``|g|`` up to which a sample of a warm start is taken for free (:meth:`_sets_of_margins`)
+    MARGIN_TOL: float = 1e-7
 
     def __init__(self, Q: Array, y: Array, tol: float = 1e-9, max_rounds: int = 30,
                  duplicates: NDArray[np.intp] | None = None, factor: Array | None = None) -> None:
@@ -309,8 +311,12 @@ class WeightedSVMDual:
         self.n_libsvm_starts = 0  # fits solved exactly from libsvm's sets (full-rank Q)
         self._lowrank = LowRankState()  # carried between the low-rank fits (the free set's QR)
 
-    def fit(self, u: Array, a0: Array) -> tuple[Array, float, Array] | None:
+    def fit(self, u: Array, a0: Array, b0: float | None = None) -> tuple[Array, float, Array] | None:
         """``(a, b, g)`` solving the dual with box ``[0, u]``, warm-started from ``a0``; or ``None``.
+
+        The start's sets are those of the latest solution when ``a0`` is it; else, with the
+        intercept ``b0`` of ``a0``, the sets ``g = 0`` (free) and ``g > 0`` (at ``u``) of its
+        margins (:meth:`_sets_of_margins`); else ``a0``'s place in the new box (:meth:`_sets_of`).
 
         With a low-rank factor (and ``lowrank_first``), the warm-started active-set method of
         :func:`~spl_bench.gaga.lowrank_dual.lowrank_svm_dual` from the sets of ``a0``, its sets
@@ -324,6 +330,8 @@ class WeightedSVMDual:
         last = self._last
         if last is not None and last[0] is a0:
             Z, P = last[1] & live, last[2] & live
+        elif b0 is not None:
+            Z, P = self._sets_of_margins(a0, b0, u)
         else:
             Z, P = self._sets_of(a0, u)
         lowrank = self.factor is not None and self.lowrank_first
@@ -412,6 +420,22 @@ class WeightedSVMDual:
         scale = np.maximum(u, 1e-300)
         Z = live & (a > 1e-8 * scale) & (a < (1.0 - 1e-8) * u)
         P = live & ~Z & (a >= (1.0 - 1e-8) * u)
+        return Z, P
+
+    def _sets_of_margins(self, a0: Array, b0: float, u: Array) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+        """The free and upper-bound sets the KKT conditions give the margins of ``(a0, b0)``:
+        free where ``|g| <= MARGIN_TOL``, at ``u`` where ``g`` is larger.
+
+        A point of the age-path warm-starts the first ACS fit after a jump (GAGA Algorithm 2,
+        line 8) in a box ``u = C v*`` of a new age.  Its samples in M sit at ``a_i = C v_i`` of
+        the old age, inside the new box, so :meth:`_sets_of` takes them all for free samples
+        (hundreds on the Table 11 rows, where a free set holds at most ``d + 1`` independent
+        ones); their margins say they belong at the bound.
+        """
+        live = u > 0
+        g = 1.0 - self._Q_times(a0) - self.y * b0
+        Z = live & (np.abs(g) <= self.MARGIN_TOL)
+        P = live & ~Z & (g > 0)
         return Z, P
 
     def _correct(self, u: Array, a: Array, Z: NDArray[np.bool_], P: NDArray[np.bool_]

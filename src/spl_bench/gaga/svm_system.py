@@ -623,7 +623,7 @@ class SVMSystem(PathSystem):
         warm-started from ``warm`` (without one, :meth:`WeightedSVMDual.fit_cold`: exact with a
         linear kernel), or libsvm if it gives up (or is switched off)."""
         if self.dual_solver is not None:
-            out = (self.dual_solver.fit(self.C * v, warm.dual_coef) if warm.dual_coef is not None
+            out = (self.dual_solver.fit(self.C * v, warm.dual_coef, warm.intercept) if warm.dual_coef is not None
                    else self.dual_solver.fit_cold(self.C * v))
             if out is not None:
                 self._last_fit = out
