@@ -95,7 +95,7 @@ def _both(model, mp, X, y, **kw):
 
 
 # derandomize: the same examples on every run.  With random ones a run of the suite met a linear-kernel
-# example on which libsvm at tol 1e-10 (no iteration limit) ran for more than 20 minutes.
+# example on which libsvm at tol 1e-10 (no iteration limit) ran for more than 10 minutes.
 @settings(max_examples=10, deadline=None, derandomize=True)
 @given(seed=st.integers(0, 10_000), kernel=st.sampled_from(["rbf", "linear"]), n_dup=st.integers(0, 6))
 def test_svm_inner_solvers_reach_the_same_partial_optima(seed, kernel, n_dup):
