@@ -1003,6 +1003,13 @@ def kkt_factor(Q: Array, y: Array, z: NDArray[np.intp], s: float, canon: NDArray
     return out, root
 
 
+def _full_rank_r(R: Array) -> bool:
+    """A QR factor's triangle ``R`` is finite and no diagonal entry is at most ``1e-10`` of the
+    largest (its columns independent to working precision)."""
+    dg = np.abs(np.diag(R))
+    return bool(np.isfinite(R).all() and dg.min() > 1e-10 * dg.max())
+
+
 def _lowrank_ed(Gm: Array, ym: Array, c: Array, v: Array) -> Array:
     """``E D v`` of :class:`LowRankSVMFactor` for ``v = (x_b, w)`` (a vector or a matrix of
     columns): ``t = G_M w + y_M x_b``, then ``(-(c y_M)^T t, -(w + G_M^T (c t)))``."""
@@ -1051,12 +1058,8 @@ class MarginQR:
         return out if out.ok() else None
 
     def ok(self) -> bool:
-        """Finite, and no diagonal entry of ``R`` at most ``1e-10`` of the largest."""
-        nz = self.idx.size
-        if nz == 0:
-            return True
-        dg = np.abs(np.diag(self.R[:nz]))
-        return bool(np.isfinite(self.R).all() and dg.min() > 1e-10 * dg.max())
+        """Finite, and full rank (:func:`_full_rank_r`)."""
+        return self.idx.size == 0 or _full_rank_r(self.R[: self.idx.size])
 
     def moved_to(self, idx: NDArray[np.intp], G: Array, y: Array) -> MarginQR | None:
         """The factorisation of the samples ``idx`` (rows of ``G``, labels ``y``, columns in the
@@ -1146,17 +1149,6 @@ class LowRankSVMFactor:
         """Singular ``J`` (more than ``d + 1`` samples on the margin): minimum-norm least squares."""
         return self.qr is not None
 
-    @staticmethod
-    def margin_qr(Gz: Array, yz: Array) -> tuple[Array, Array] | None:
-        """The full QR ``(Q, R)`` of ``P^T = [y_Z, G_Z]^T`` (``Q`` square, ``R`` the ``|Z|``-square
-        triangle), or ``None`` if ``P`` has more rows than columns or is rank-deficient."""
-        m = MarginQR.make(np.arange(Gz.shape[0]), Gz, yz)
-        return None if m is None else m.factors()
-
-    def _edmul(self, v: Array) -> Array:
-        """``E D v`` (:func:`_lowrank_ed`)."""
-        return _lowrank_ed(self.Gm, self.ym, self.c, v)
-
     @classmethod
     def make_singular(cls, Gz: Array, Gm: Array, yz: Array, ym: Array, c: Array) -> LowRankSVMFactor | None:
         """The factor of a ``J`` made singular by more than ``d + 1`` margin samples whose
@@ -1175,8 +1167,7 @@ class LowRankSVMFactor:
         if P.shape[0] < P.shape[1]:
             return None
         q, r = np.linalg.qr(P)
-        dg = np.abs(np.diag(r))
-        if not (np.isfinite(r).all() and dg.min() > 1e-10 * dg.max()):
+        if not _full_rank_r(r):
             return None
         return cls(Gz, Gm, yz, ym, c, None, None, (q, r))
 
@@ -1184,11 +1175,12 @@ class LowRankSVMFactor:
     def make(cls, Gz: Array, Gm: Array, yz: Array, ym: Array, c: Array,
              zqr: tuple[Array, Array] | None = None) -> LowRankSVMFactor | None:
         """The factor for ``|Z| <= d + 1`` margin samples, or ``None`` if ``S`` is singular to
-        working precision; ``zqr`` is :meth:`margin_qr` of ``(Gz, yz)`` if the caller has it."""
+        working precision; ``zqr`` is :meth:`MarginQR.factors` of ``(Gz, yz)`` if the caller has it."""
         if zqr is None:
-            zqr = cls.margin_qr(Gz, yz)
-            if zqr is None:
+            m = MarginQR.make(np.arange(Gz.shape[0]), Gz, yz)
+            if m is None:
                 return None
+            zqr = m.factors()
         nz = Gz.shape[0]
         xlu = None
         if nz < Gz.shape[1] + 1:
@@ -1229,13 +1221,13 @@ class LowRankSVMFactor:
             v = np.zeros(er.shape)
         if Q2.shape[1]:
             assert self.xlu is not None
-            beta, info = dgetrs(self.xlu[0], self.xlu[1], Q2.T @ (er - self._edmul(v)))
+            beta, info = dgetrs(self.xlu[0], self.xlu[1], Q2.T @ (er - _lowrank_ed(self.Gm, self.ym, self.c, v)))
             if info != 0:
                 return np.zeros(r.shape)
             v = v + Q2 @ beta
         out = np.empty(r.shape)
         if nz:
-            xz, info = dtrtrs(R, Q1.T @ (er - self._edmul(v)))
+            xz, info = dtrtrs(R, Q1.T @ (er - _lowrank_ed(self.Gm, self.ym, self.c, v)))
             if info != 0:
                 return np.zeros(r.shape)
             out[:nz] = xz

@@ -349,7 +349,7 @@ class SVMSystem(PathSystem):
         return f, Jl
 
     def _margin_qr(self, iz: NDArray[np.intp]) -> tuple[Array, Array] | None:
-        """:meth:`LowRankSVMFactor.margin_qr` of the margin samples ``iz``: the latest one's
+        """The QR of the margin samples ``iz`` (:meth:`MarginQR.factors`): the latest one's
         :class:`MarginQR` updated where the margin set changed by a few samples (on the
         linear-kernel rows a Newton polish or a warm start moves one or two at a time)."""
         memo = self._margin_qr_memo
