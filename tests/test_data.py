@@ -61,6 +61,22 @@ def test_local_file_and_sha_check(tmp_path):
     np.testing.assert_array_equal(sliced.y, [7.0, 8.0, 9.0])
 
 
+def test_max_rows_thins_after_the_label_coding(tmp_path):
+    """``max_rows`` keeps every k-th row after ``binarize``: a coding by file position keeps its classes."""
+    X = np.arange(40.0).reshape(20, 2)
+    y = np.arange(20.0)
+    write_csv(tmp_path / "toy.csv.gz", X, y)
+    spec = {"name": "toy", "task": "classification", "source": "local", "file": "toy.csv.gz",
+            "binarize": {"kind": "first_rows", "n": 5}}  # fmt: skip
+    thin = load_dataset({**spec, "max_rows": 7}, tmp_path)  # k = ceil(20 / 7) = 3: rows 0, 3, ..., 18
+    np.testing.assert_array_equal(thin.X[:, 0], X[::3, 0])
+    np.testing.assert_array_equal(thin.y, np.where(np.arange(0, 20, 3) < 5, -1.0, 1.0))
+    assert len(load_dataset({**spec, "max_rows": 100}, tmp_path).y) == 20
+    for bad in (0, -3, 2.5, "10", True):
+        with pytest.raises(ConfigError, match="max_rows"):
+            load_dataset({**spec, "max_rows": bad}, tmp_path)
+
+
 def test_missing_file_says_where_to_put_it(tmp_path):
     spec = {"name": "ghost", "task": "regression", "source": "local", "file": "ghost.csv.gz"}
     with pytest.raises(DataError, match="SPL_BENCH_DATA_DIR") as err:

@@ -128,8 +128,12 @@ def test_datafits_and_penalties_reproduce_the_models_former_formulas(seed):
 
     lasso = get_model("lasso", alpha=0.03)
     p = Params(coef=w)
-    assert np.array_equal(lasso.losses(p, X, yr), 0.5 * (yr - X @ w) ** 2)
-    assert lasso.regularizer(p, n) == n * 0.03 * np.abs(w).sum()
+    # The datafits evaluate their own (algebraically equal) expressions, so compare to a few ulps: rtol
+    # 1e-13 is ~500 ulps of a double, far below any difference a wrong formula would make on O(1) values,
+    # and above the rounding that a numpy / libm release or another association order may change.
+    close = {"rtol": 1e-13, "atol": 1e-15}
+    np.testing.assert_allclose(lasso.losses(p, X, yr), 0.5 * (yr - X @ w) ** 2, **close)
+    np.testing.assert_allclose(lasso.regularizer(p, n), n * 0.03 * np.abs(w).sum(), **close)
     lev = n * 0.03
     corr = X.T @ (v * (yr - X @ w))
     old = np.where(w != 0, np.abs(corr - lev * np.sign(w)), np.maximum(np.abs(corr) - lev, 0.0))
@@ -138,8 +142,9 @@ def test_datafits_and_penalties_reproduce_the_models_former_formulas(seed):
     logit = get_model("logistic", C=0.7)
     p = Params(coef=w, intercept=b)
     f = X @ w + b
-    assert np.array_equal(logit.losses(p, X, yc), 0.7 * np.logaddexp(0.0, -yc * f))
-    assert logit.regularizer(p, n) == float(0.5 * w @ w)
+    # the datafit computes max(-m, 0) + log1p(exp(-|m|)), equal to logaddexp(0, -m) up to rounding
+    np.testing.assert_allclose(logit.losses(p, X, yc), 0.7 * np.logaddexp(0.0, -yc * f), **close)
+    np.testing.assert_allclose(logit.regularizer(p, n), float(0.5 * w @ w), **close)
     s = -0.7 * v * yc / (1.0 + np.exp(yc * f))
     gw, gb = logit.gradient(p, X, yc, v)
     assert np.allclose(gw, w + X.T @ s, rtol=1e-12, atol=1e-13) and np.isclose(gb, s.sum(), atol=1e-13)
@@ -148,7 +153,8 @@ def test_datafits_and_penalties_reproduce_the_models_former_formulas(seed):
 
     svm = get_model("svm", C=1.3, gamma=0.4)
     ps = svm.fit_weighted(X, yc, np.ones(n))
-    assert np.array_equal(svm.losses(ps, X, yc), 1.3 * np.maximum(0.0, 1.0 - yc * svm.decision_function(ps, X)))
+    hinge = 1.3 * np.maximum(0.0, 1.0 - yc * svm.decision_function(ps, X))
+    np.testing.assert_allclose(svm.losses(ps, X, yc), hinge, **close)
 
     # penalties, one row per point (the MOSPL population) and one vector
     W = rng.standard_normal((4, d))

@@ -199,9 +199,11 @@ def test_worse_cells_are_explained_by_the_clean_reference_or_the_authors_noise(t
     assert md.loc["pendigits‡", "paper: best"].endswith("(gaga)")
 
 
-def test_deferred_and_failed_cells_carry_their_reason(tmp_path):
+def test_deferred_and_failed_cells_carry_their_reason(tmp_path, monkeypatch):
     """A cell without rows listed in ``deferred.csv`` is ``not_run`` with the measured reason, one in
     ``failures.csv`` is ``failed``; the others keep the generic ``not_run`` reason."""
+    # every data set counts as loadable here: whether houses is in the data folder is another test's matter
+    monkeypatch.setattr(cmp, "_available", lambda dataset: True)
     vals = {"original": [0.33, 0.35]}
     _fake_rows(tmp_path, vals, vals)
     pd.DataFrame([{"paper": "gaga", "table": 2, "dataset": "houses", "method": "gaga",
@@ -214,6 +216,26 @@ def test_deferred_and_failed_cells_carry_their_reason(tmp_path):
     assert tuple(cells.loc[("ailerons", "acs"), ["status", "reason"]]) == ("failed", "ValueError: boom")
     assert cells.loc[("houses", "acs"), "status"] == "not_run"
     assert cells.loc[("houses", "acs"), "reason"].startswith("no committed rows yet")
+
+
+def test_a_cell_without_rows_is_unavailable_offline_exactly_when_its_file_is_missing(tmp_path, monkeypatch):
+    """``unavailable_offline`` follows the data folder: the same empty cell is ``not_run`` once the file is there."""
+    monkeypatch.setenv("SPL_BENCH_DATA_DIR", str(tmp_path / "data"))
+    (tmp_path / "data").mkdir()
+    vals = {"original": [0.33, 0.35]}
+    _fake_rows(tmp_path / "rows", vals, vals)
+
+    def houses_acs() -> str:
+        cmp._available.cache_clear()  # it caches the answer per data set for a report's run
+        cells = cmp.compare_table("2", tmp_path / "rows").cells
+        return cells[(cells["selection"] == "validation") & (cells["dataset"] == "houses")
+                     & (cells["method"] == "acs")]["status"].item()  # fmt: skip
+
+    assert cmp._available("diabetes")  # scikit-learn's own data sets always load
+    assert not cmp._available("houses") and houses_acs() == "unavailable_offline"
+    (tmp_path / "data" / "houses.csv.gz").write_bytes(b"")
+    assert houses_acs() == "not_run" and cmp._available("houses")
+    cmp._available.cache_clear()
 
 
 def test_far_classification_cells_are_explained_only_in_the_direction_the_noise_explains():

@@ -11,6 +11,8 @@ A dataset is described by its config ``configs/data/<name>.yaml``::
     openml_target: V100         # OpenML target column (default: the dataset's default target)
     rows: null                  # optional row slice "start:stop" (pendigits' UCI test split: "7494:")
     binarize: null              # classification: see spl_bench.data.dataset.binarize
+    max_rows: (absent)          # optional: keep every k-th row (after rows and binarize) so that at most
+                                # max_rows remain; a quick look or a smoke test (`+data.max_rows=300`)
 
 A ``local`` dataset whose file is missing is fetched from OpenML (with the
 ``openml`` package and its cache) when ``openml_id`` is set; with no network the
@@ -94,7 +96,11 @@ def load_dataset(name_or_spec: str | dict[str, Any], data_dir_: str | Path | Non
         y = binarize(y, spec.get("binarize"), name)
     else:
         y = np.asarray(y, dtype=float)
+    # after binarize: a label coding by file position (mfeat's first_rows) keeps its meaning
+    X, y = _thin_rows(X, y, spec.get("max_rows"), name)
     meta = {"origin": origin, "binarize": spec.get("binarize"), "rows": spec.get("rows")}
+    if spec.get("max_rows") is not None:
+        meta["max_rows"] = int(spec["max_rows"])
     if spec.get("stand_in_for"):
         meta["stand_in_for"] = spec["stand_in_for"]
     return Dataset(name=name, X=np.asarray(X, dtype=float), y=y, task=task, meta=meta).validate()
@@ -211,6 +217,16 @@ def _missing_file_message(name: str, path: Path) -> str:
         f"Put the file there, or point the data directory at a folder that has it with "
         f"`{DATA_DIR_ENV}=/path/to/datasets` or `data.root=/path/to/datasets`."
     )
+
+
+def _thin_rows(X: np.ndarray, y: np.ndarray, max_rows: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Every k-th row, k = ceil(n / max_rows): at most ``max_rows`` rows spread over the whole file."""
+    if max_rows is None:
+        return X, y
+    if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
+        raise ConfigError(f"dataset {name!r}: max_rows must be a positive whole number, got {max_rows!r}")
+    step = -(-len(y) // max_rows)
+    return X[::step], y[::step]
 
 
 def _slice_rows(X: np.ndarray, y: np.ndarray, rows: Any, name: str) -> tuple[np.ndarray, np.ndarray]:

@@ -89,20 +89,28 @@ def protocol_config(cfg: DictConfig) -> ProtocolConfig:
     return ProtocolConfig(**given)
 
 
-def root_keys() -> list[str]:
-    """The top-level keys a ``spl-bench run`` config may have: the root config's and its groups'."""
+def root_keys(experiment: str | None = None) -> list[str]:
+    """The top-level keys a ``spl-bench run`` config may have.
+
+    The root config's and its groups', plus those the selected ``experiment`` config defines
+    for itself (Table 7's per-dataset ``table7_gaga_alpha``, say): experiment configs are
+    ``@package _global_``, so their own keys sit at the top level.
+    """
     root = OmegaConf.load(config_dir() / "config.yaml")
     keys = {str(k) for k in root if k not in ("defaults", "hydra")}
     for entry in root.get("defaults", []):
         name = next(iter(entry)) if isinstance(entry, DictConfig) else str(entry)
         keys.add(str(name).replace("optional ", "").strip().lstrip("/"))
     keys.discard("_self_")
+    exp_file = config_dir() / "experiment" / f"{experiment}.yaml"
+    if experiment and exp_file.is_file():
+        keys |= {str(k) for k in OmegaConf.load(exp_file) if k not in ("defaults", "hydra")}
     return sorted(keys)
 
 
-def check_root_keys(cfg: DictConfig) -> None:
+def check_root_keys(cfg: DictConfig, experiment: str | None = None) -> None:
     """Refuse top-level keys no config defines (``+protocl.n_runs=1`` would otherwise be ignored)."""
-    valid = root_keys()
+    valid = root_keys(experiment)
     for key in cfg:
         if key not in valid:
             raise unknown_key("top-level config key", str(key), valid)
@@ -248,7 +256,7 @@ def task(cfg: DictConfig) -> None:
     """
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     try:
-        check_root_keys(cfg)
+        check_root_keys(cfg, HydraConfig.get().runtime.choices.get("experiment"))
         results = run_experiment(cfg, run_dir)
         if cfg.print_table:
             from spl_bench.report.tables import print_tables, read_results, summarize
