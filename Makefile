@@ -6,22 +6,40 @@ BIN    := $(VENV)/bin
 SPL_BENCH_DATA_DIR ?= $(abspath $(wildcard ../shared/datasets))
 export SPL_BENCH_DATA_DIR
 PYTEST_WORKERS ?= 2
+# Exact versions and hashes of every dependency (runtime and dev tools), for Python 3.11 and 3.12:
+# `make lock` regenerates it from the ranges in pyproject.toml.
+LOCK   := requirements.lock
+UV_COMPILE = $(BIN)/uv pip compile pyproject.toml --extra dev --universal --fork-strategy fewest \
+	--python-version 3.11 --generate-hashes --custom-compile-command "make lock"
 
-.PHONY: install dev run test test-slow test-drift-slow lint reproduce-tables reproduce-plan bench bench-full clean
+.PHONY: install dev run test test-latest lock test-slow test-drift-slow lint reproduce-tables reproduce-plan bench bench-full clean
 
-$(VENV)/.installed: pyproject.toml
+# the locked versions first (pip refuses any package whose hash is not in the lock), then the
+# package itself without resolving again
+$(VENV)/.installed: pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e .
+	$(BIN)/python -m pip install -q --require-hashes -r $(LOCK)
+	$(BIN)/python -m pip install -q --no-deps -e .
 	touch $@
 
 $(VENV)/.dev: $(VENV)/.installed
-	$(BIN)/python -m pip install -q -e ".[dev]"
 	touch $@
 
-install: $(VENV)/.installed  ## install the package and its dependencies into .venv
+install: $(VENV)/.installed  ## install the package and its locked dependencies (requirements.lock) into .venv
 
-dev: $(VENV)/.dev            ## install the dev tools (pytest, hypothesis, ruff)
+dev: $(VENV)/.dev            ## the dev tools (pytest, hypothesis, ruff, uv) come with the lock
+
+lock: dev                    ## regenerate requirements.lock: the newest releases the ranges of pyproject.toml allow
+	$(UV_COMPILE) --upgrade -o $(LOCK)
+
+# the newest releases, unlocked, in a venv of their own: a breaking release shows up here first
+test-latest:                 ## the default suite on the newest releases of every dependency (.venv-latest)
+	$(PYTHON) -m venv .venv-latest
+	.venv-latest/bin/python -m pip install -q --upgrade pip
+	.venv-latest/bin/python -m pip install -q --upgrade --upgrade-strategy eager -e ".[dev]"
+	.venv-latest/bin/python -m pip freeze --exclude-editable > .venv-latest/versions.txt
+	.venv-latest/bin/python -m pytest -m "not slow" -n $(PYTEST_WORKERS) -q
 
 run: install                 ## the default experiment: ACS + lasso on scikit-learn's diabetes data
 	$(BIN)/spl-bench run
@@ -68,4 +86,4 @@ bench-full: install          ## the full-size benchmarks (hours on 2 cores)
 	$(BIN)/python scripts/bench_dspl.py --n 1000000 --p 50
 
 clean:
-	rm -rf runs .pytest_cache .ruff_cache
+	rm -rf runs .pytest_cache .ruff_cache .venv-latest

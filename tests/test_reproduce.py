@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from spl_bench.environment import describe, environment_json
 from spl_bench.errors import ConfigError
 from spl_bench.report import compare as cmp
 from spl_bench.runner import reproduce as rp
@@ -335,7 +336,9 @@ def test_reported_numbers_do_not_drift(key, cell_id, data_dir):
         fresh = {r["metric"]: r["value"] for r in rp.run_seed(cell, seed)}
         for r in committed[committed["seed"] == seed].itertuples():
             assert fresh[r.metric] == pytest.approx(r.value, rel=1e-6, abs=1e-9), (
-                f"{exp} {cell_id} seed {seed} {r.metric}: committed {r.value}, now {fresh[r.metric]}"
+                f"{exp} {cell_id} seed {seed} {r.metric}: committed {r.value}, now {fresh[r.metric]}; "
+                f"committed under: {describe(getattr(r, 'environment', None))}; "
+                f"now under: {describe(environment_json())}"
             )
 
 

@@ -22,7 +22,8 @@ import itertools
 import json
 import math
 import re
-from dataclasses import dataclass
+import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from spl_bench.paths import data_dir, repo_root
+from spl_bench.report import environments
 from spl_bench.report.paper import load_paper
 from spl_bench.report.tables import to_markdown
 
@@ -180,6 +182,8 @@ class TableComparison:
     paper: str
     table: int
     cells: pd.DataFrame  # one row per paper cell x selection
+    footer: str = ""  # Markdown: the environments of the rows (spl_bench.report.environments.footer)
+    mixed: list[str] = field(default_factory=list)  # cells pooling rows of different library versions
 
 
 def compare_table(key: str, rows_root: Path | None = None, failures: dict | None = None) -> TableComparison:
@@ -192,10 +196,13 @@ def compare_table(key: str, rows_root: Path | None = None, failures: dict | None
     recs = []
     noisy = load_ours(experiment, rows_root)
     sources = [("", summarize_ours(noisy, table))]
+    raw = [noisy.assign(variant="")] if len(noisy) else []
     for variant in VARIANTS:
-        extra = summarize_ours(load_ours(f"{experiment}@{variant}", rows_root), table)
+        rows = load_ours(f"{experiment}@{variant}", rows_root)
+        extra = summarize_ours(rows, table)
         if len(extra):
             sources.append((variant, extra))
+            raw.append(rows.assign(variant=variant))
     for variant, ours in sources:
         recs += _join(paper, table, pap, ours, name, variant)
     cells = pd.DataFrame(recs)
@@ -203,7 +210,10 @@ def compare_table(key: str, rows_root: Path | None = None, failures: dict | None
     _add_clean_reference(cells, clean_reference(experiment, table, rows_root), _row_models(noisy, table), name)
     _add_authors_z(cells)
     cells["status"], cells["reason"] = zip(*[_status(r, failures or {}) for r in cells.itertuples()], strict=True)
-    return TableComparison(key, experiment, paper, table, cells)
+    rows = pd.concat(raw, ignore_index=True) if raw else pd.DataFrame()
+    keys = ("variant", "cell", "selection")
+    return TableComparison(key, experiment, paper, table, cells, footer=environments.footer(rows, keys),
+                           mixed=environments.mixed_cells(rows, keys))  # fmt: skip
 
 
 def _model_key(params: str) -> str:
@@ -493,6 +503,7 @@ def write_table(comp: TableComparison, out_root: Path, figures: bool = True) -> 
     counts = cells[cells["selection"] == "validation"]["status"].value_counts().to_dict()
     md.append("\nStatus of the cells (validation selection): "
               + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + "\n")  # fmt: skip
+    md.append(comp.footer)
     md_path = out / "comparison.md"
     md_path.write_text("".join(md))
     if not figures:
@@ -769,6 +780,9 @@ def write_all(
     paths: list[Path] = []
     for comp in comps:
         paths += write_table(comp, out_root, figures)
+        if comp.mixed:  # a warning, not an error: the footer of comparison.md lists them too
+            print(f"warning: {comp.experiment}: {len(comp.mixed)} cell(s) pool rows made under different "
+                  "library versions:\n  " + "\n  ".join(comp.mixed), file=sys.stderr)  # fmt: skip
     cov = pd.concat([coverage(comps), dspl_table().reindex(columns=COVERAGE_COLUMNS)], ignore_index=True)
     cov["within_1_std"] = (cov["z"].abs() <= 1.0).where(cov["z"].notna())
     cov_path = out_root / "coverage.csv"

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from spl_bench.environment import describe
+
 #: the columns that identify one number of the smoke results
 KEY = ["experiment", "dataset", "noise", "method", "model", "sp", "selection", "seed", "metric"]
 
@@ -24,6 +26,8 @@ def reference_rows_like(reference: pd.DataFrame, fresh: pd.DataFrame) -> pd.Data
 
 def compare(reference: pd.DataFrame, fresh: pd.DataFrame, rtol: float = 1e-6, atol: float = 1e-9) -> list[str]:
     """Differences between two smoke results (empty when nothing drifted)."""
+    # both sides carry an environment column (None where not recorded), so that a drift names both
+    reference, fresh = (f if "environment" in f else f.assign(environment=None) for f in (reference, fresh))
     merged = reference.merge(fresh, on=KEY, how="outer", suffixes=("_ref", "_new"), indicator=True)
     problems = [f"row only in {side}: {dict(r[KEY])}" for side, part in (("reference", "left_only"),
                 ("fresh run", "right_only")) for _, r in merged[merged["_merge"] == part].iterrows()]  # fmt: skip
@@ -32,5 +36,7 @@ def compare(reference: pd.DataFrame, fresh: pd.DataFrame, rtol: float = 1e-6, at
         a, b = both[f"{col}_ref"], both[f"{col}_new"]
         same = ((a - b).abs() <= atol + rtol * b.abs()) | (a.isna() & b.isna())
         for _, r in both[~same].iterrows():
-            problems.append(f"{col} drifted for {dict(r[KEY])}: {r[f'{col}_ref']} -> {r[f'{col}_new']}")
+            where = (f" (reference made under: {describe(r['environment_ref'])}; "
+                     f"rerun under: {describe(r['environment_new'])})")  # fmt: skip
+            problems.append(f"{col} drifted for {dict(r[KEY])}: {r[f'{col}_ref']} -> {r[f'{col}_new']}{where}")
     return problems

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from spl_bench.errors import DataError
+from spl_bench.report import environments
 from spl_bench.rowfiles import read_run_folder, row_files
 
 ROW_KEYS = ["experiment", "dataset", "noise", "model", "selection", "metric"]
@@ -264,7 +265,7 @@ def write_report(
     summary = summarize(frame)
     table = with_unavailable(paper_table(summary), unavailable)
     paths = [out / f"{name}.md", out / f"{name}.csv", out / f"{name}_summary.csv"]
-    paths[0].write_text(to_markdown(table))
+    paths[0].write_text(to_markdown(table) + environments.footer(frame, CELL_KEYS))
     table.to_csv(paths[1], index=False)
     summary.to_csv(paths[2], index=False)
     return paths

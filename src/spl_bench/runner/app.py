@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from spl_bench.data import Dataset, load_dataset
+from spl_bench.environment import environment_json
 from spl_bench.errors import ConfigError, SplBenchError, check_int, check_number, print_error, unknown_key
 from spl_bench.methods.base import SPLEstimator
 from spl_bench.models import get_model
@@ -182,6 +183,7 @@ def outcome_rows(cfg: DictConfig, ds: Dataset, noise: NoiseConfig, out: RunOutco
         "info": json.dumps(info, default=float),
         "config_hash": h,
         "code_version": code_version(),
+        "environment": environment_json(),  # library versions, BLAS and CPU of this process
     }
     for key, val in info.items():
         if key.startswith("n_critical_"):

@@ -92,6 +92,7 @@ def _report(argv: list[str]) -> int:
         for f in sorted(p.rglob("results.csv")) if p.is_dir() else [p] if p.is_file() else []:
             check_results_file(f)
     frame = read_results(args.paths, config_hash=args.hashes)
+    warn_mixed_environments(frame)
     summary = summarize(frame)
     print_tables(summary)
     if args.out:
@@ -102,6 +103,19 @@ def _report(argv: list[str]) -> int:
         for p in written:
             console.print(f"wrote {p}", soft_wrap=True)
     return 0
+
+
+def warn_mixed_environments(frame) -> None:
+    """Print a warning listing the cells whose rows were made under different library versions."""
+    from spl_bench.report.environments import mixed_cells
+    from spl_bench.report.tables import CELL_KEYS
+
+    mixed = mixed_cells(frame, CELL_KEYS)
+    if mixed:
+        console.print(f"[yellow]warning:[/] {len(mixed)} cell(s) pool rows made under different library versions:",
+                      soft_wrap=True)  # fmt: skip
+        for line in mixed:
+            console.print(f"  {line}", soft_wrap=True, markup=False, highlight=False)
 
 
 #: columns every results file has (see spl_bench.runner.results.COLUMNS)

@@ -41,7 +41,7 @@ STALE_DIR = "rows_stale"
 COLUMNS = [
     "experiment", "dataset", "noise", "method", "model", "sp", "selection", "params", "seed",
     "metric", "value", "lam", "candidate", "time_s", "n_restarts", "n_train", "n_test",
-    "n_corrupted", "info", "config_hash", "code_version",
+    "n_corrupted", "info", "config_hash", "code_version", "environment",
 ]  # fmt: skip
 
 

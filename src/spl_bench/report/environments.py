@@ -1,0 +1,77 @@
+"""Which environments a table's rows came from, and the cells that pool several of them.
+
+Every row carries the environment of the process that made it (``environment`` column, see
+:mod:`spl_bench.environment`).  A report names the environments behind its rows (a footer), and
+warns, listing them, when one cell pools rows of two different library keys (Python, numpy,
+scipy, scikit-learn, numba, pandas, hydra-core, BLAS).  That is a warning, not an error: the
+numbers of such a cell are still means over runs of one configuration, but a reader comparing
+it with a rerun should know that the runs were not all made with the same libraries.  Rows made
+before the column existed count as "not recorded" and never make a cell mixed on their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from spl_bench.environment import NOT_RECORDED, library_key, parse
+
+
+def _keyed(frame: pd.DataFrame) -> pd.DataFrame:
+    env = frame["environment"] if "environment" in frame else pd.Series(None, index=frame.index, dtype=object)
+    cpu = [((parse(t) or {}).get("cpu") or "") for t in env]
+    return frame.assign(_lib=[library_key(t) for t in env], _cpu=cpu)
+
+
+def _runs(part: pd.DataFrame, cell_keys: Sequence[str]) -> int:
+    keys = [k for k in (*cell_keys, "seed") if k in part]
+    return len(part[keys].drop_duplicates()) if keys else len(part)
+
+
+def environment_table(frame: pd.DataFrame, cell_keys: Sequence[str]) -> pd.DataFrame:
+    """One line per library key: the runs made under it and the CPUs they ran on."""
+    if frame.empty:
+        return pd.DataFrame(columns=["environment", "CPU", "runs"])
+    work = _keyed(frame)
+    out = []
+    for lib, part in work.groupby("_lib", sort=True):
+        cpus = sorted({c for c in part["_cpu"] if c})
+        out.append({"environment": lib, "CPU": "; ".join(cpus) or "–", "runs": _runs(part, cell_keys)})
+    out.sort(key=lambda r: (r["environment"] == NOT_RECORDED, -r["runs"]))
+    return pd.DataFrame(out)
+
+
+def mixed_cells(frame: pd.DataFrame, cell_keys: Sequence[str]) -> list[str]:
+    """One line per cell whose recorded rows come from two or more library keys, naming each."""
+    if frame.empty:
+        return []
+    keys = [k for k in cell_keys if k in frame]
+    work = _keyed(frame)
+    work = work[work["_lib"] != NOT_RECORDED]
+    lines = []
+    for cell, part in work.groupby(keys, sort=True, dropna=False) if keys else []:
+        libs = part.groupby("_lib", sort=True)
+        if libs.ngroups < 2:
+            continue
+        name = ", ".join(str(v) for v in (cell if isinstance(cell, tuple) else (cell,)))
+        each = "; ".join(f"{lib} ({_runs(p, keys)} runs)" for lib, p in libs)
+        lines.append(f"{name}: {each}")
+    return lines
+
+
+def footer(frame: pd.DataFrame, cell_keys: Sequence[str]) -> str:
+    """Markdown: the environments of the rows, then a warning listing any cell that pools several."""
+    from spl_bench.report.tables import to_markdown  # tables imports this module
+
+    env = environment_table(frame, cell_keys)
+    if env.empty:
+        return ""
+    text = ("\n## Environments\n\nThe environments the rows above were made in (Python, libraries, BLAS; "
+            f"`{NOT_RECORDED}`: rows written before runs recorded their environment):\n\n")  # fmt: skip
+    text += to_markdown(env)
+    mixed = mixed_cells(frame, cell_keys)
+    if mixed:
+        text += (f"\n**Warning:** {len(mixed)} cell{'s' * (len(mixed) != 1)} pool rows made under different "
+                 "library versions:\n\n" + "".join(f"- {m}\n" for m in mixed))  # fmt: skip
+    return text

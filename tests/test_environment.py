@@ -1,0 +1,88 @@
+"""Every run records its environment; reports name the environments and warn on mixed cells."""
+
+from __future__ import annotations
+
+import json
+from importlib import metadata
+
+import pandas as pd
+
+from spl_bench.environment import NOT_RECORDED, describe, environment, environment_json, library_key
+from spl_bench.report import environments
+from spl_bench.report.drift import compare
+from spl_bench.report.tables import CELL_KEYS, read_results, write_report
+from spl_bench.runner.cli import main
+
+
+def test_environment_names_the_libraries_blas_and_cpu():
+    env = environment()
+    for dist in ("numpy", "scipy", "scikit-learn", "numba", "pandas", "hydra-core"):
+        assert env[dist] == metadata.version(dist)  # an independent look-up of the installed version
+    assert env["python"].count(".") == 2 and env["cpu"]
+    assert env["blas"] != "unknown" and isinstance(env["blas_threads"], int) and env["blas_threads"] >= 1
+    assert json.loads(environment_json()) == environment()
+    assert f"numpy {env['numpy']}" in library_key(environment_json())
+    assert library_key(None) == NOT_RECORDED == describe(float("nan")) == library_key("not json")
+
+
+def test_a_run_writes_its_environment_in_every_row(tmp_path):
+    args = ["run", f"results_root={tmp_path}", "protocol.n_runs=2", "progress=false", "print_table=false",
+            "method=original", "data=diabetes"]  # fmt: skip
+    assert main(args) == 0
+    (results,) = tmp_path.rglob("results.csv")
+    rows = pd.read_csv(results)
+    assert len(rows) == 4
+    envs = {library_key(t) for t in rows["environment"]}
+    assert envs == {library_key(environment_json())}
+    assert json.loads(rows["environment"].iloc[0])["numpy"] == metadata.version("numpy")
+
+
+def _rows(envs: list[str | None]) -> pd.DataFrame:
+    """One cell, one seed per entry of ``envs``, made under that environment."""
+    return pd.DataFrame([{"experiment": "e", "dataset": "d", "noise": "n", "method": "acs", "model": "lasso",
+                          "sp": "linear", "selection": "validation", "config_hash": "h", "seed": k,
+                          "metric": "gen_error", "value": 0.1 * k, "time_s": 1.0, "n_restarts": None,
+                          "environment": e} for k, e in enumerate(envs)])  # fmt: skip
+
+
+def _env(numpy: str) -> str:
+    return json.dumps({**environment(), "numpy": numpy})
+
+
+def test_a_cell_pooling_two_library_versions_is_listed_and_unrecorded_rows_are_not():
+    same = _rows([_env("2.4.6"), _env("2.4.6"), None])  # a row without a record does not mix a cell
+    assert environments.mixed_cells(same, CELL_KEYS) == []
+    mixed = _rows([_env("2.4.6"), _env("2.4.6"), _env("2.5.0"), None])
+    (line,) = environments.mixed_cells(mixed, CELL_KEYS)
+    assert "numpy 2.4.6" in line and "(2 runs)" in line and "numpy 2.5.0" in line and "(1 runs)" in line
+    table = environments.environment_table(mixed, CELL_KEYS)
+    assert table["runs"].tolist() == [2, 1, 1] and table["environment"].iloc[-1] == NOT_RECORDED
+    text = environments.footer(mixed, CELL_KEYS)
+    assert "## Environments" in text and "**Warning:** 1 cell pool" in text
+
+
+def test_spl_bench_report_warns_and_writes_the_footer(tmp_path, capsys):
+    run = tmp_path / "runs" / "e" / "x"
+    (run / "rows" / "h").mkdir(parents=True)
+    for seed, part in _rows([_env("2.4.6"), _env("2.5.0")]).groupby("seed"):
+        part.to_csv(run / "rows" / "h" / f"run-{seed:03d}.csv", index=False)
+    assert main(["report", str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--no-figure"]) == 0
+    err = capsys.readouterr().err
+    assert "warning:" in err and "different library versions" in err and "numpy 2.5.0" in err
+    md = (tmp_path / "out" / "table.md").read_text()
+    assert "## Environments" in md and "numpy 2.4.6" in md and "numpy 2.5.0" in md
+    # the same rows written without mixing: no warning
+    frame = read_results([tmp_path / "runs"])
+    write_report(frame.assign(environment=_env("2.4.6")), tmp_path / "one")
+    assert "**Warning:**" not in (tmp_path / "one" / "table.md").read_text()
+
+
+def test_a_drift_message_names_both_environments():
+    ref = _rows([_env("2.4.6")])
+    moved = _rows([_env("2.5.0")]).assign(value=0.5, lam=1.0)
+    (problem,) = compare(ref.assign(lam=1.0), moved)
+    assert "value drifted" in problem
+    assert "reference made under: python" in problem and "numpy 2.4.6" in problem and "numpy 2.5.0" in problem
+    # a reference written before environments were recorded says so
+    (old,) = compare(ref.drop(columns="environment").assign(lam=1.0), moved)
+    assert f"reference made under: {NOT_RECORDED}" in old
