@@ -26,13 +26,18 @@ def shared_data_dir() -> Path | None:
 
 
 @pytest.fixture
-def data_dir() -> Path:
-    """The offline dataset copies; required in CI (SPL_BENCH_REQUIRE_DATA=1), else skipped."""
+def data_dir(monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The offline dataset copies; required in CI (SPL_BENCH_REQUIRE_DATA=1), else skipped.
+
+    The loader is pointed at them too (``SPL_BENCH_DATA_DIR``), so a test that runs a cell finds
+    the same folder whether pytest was started by ``make`` (which exports it) or by hand.
+    """
     d = shared_data_dir()
     if d is None:
         if os.environ.get("SPL_BENCH_REQUIRE_DATA"):
             pytest.fail("SPL_BENCH_DATA_DIR does not point at the offline dataset copies")
         pytest.skip("offline dataset copies not found (set SPL_BENCH_DATA_DIR)")
+    monkeypatch.setenv("SPL_BENCH_DATA_DIR", str(d))
     return d
 
 

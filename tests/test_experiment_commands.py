@@ -80,7 +80,6 @@ def _without(cfg, key: str):
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
 def test_documented_one_cell_command_runs(experiment, data_dir: Path, tmp_path, monkeypatch, capsys):
     """``spl-bench run <the documented cell>`` for one seed on at most MAX_ROWS rows: exit 0, two finite rows."""
-    monkeypatch.setenv("SPL_BENCH_DATA_DIR", str(data_dir))
     monkeypatch.chdir(tmp_path)
     extra = ["protocol.n_runs=1", f"+data.max_rows={MAX_ROWS}", f"results_root={tmp_path / 'runs'}",
              "progress=false", "print_table=false"]  # fmt: skip

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fake_rows import fake_table2_rows as _fake_rows
 from spl_bench.environment import describe, environment_json
 from spl_bench.errors import ConfigError
 from spl_bench.report import compare as cmp
@@ -104,26 +105,6 @@ def test_sweep_resumes_from_committed_rows(tmp_path, data_dir):
     stale.write_text(again[0].file.read_text())
     assert rp.cell_states([cell], tmp_path)[0].stale == [stale]
     assert len(cmp.load_ours("gaga_table2", tmp_path)) == len(rp.read_rows(again[0].file))
-
-
-def _fake_rows(tmp_path, values: dict[str, list[float]], test_values: dict[str, list[float]]) -> None:
-    base = tmp_path / "gaga_table2"
-    base.mkdir(parents=True)
-    entries = []
-    for method, vals in values.items():
-        cell = f"table_row=t2_music_n30,method={method}"
-        rows = []
-        for seed, (v, t) in enumerate(zip(vals, test_values[method], strict=True)):
-            common = {"experiment": "gaga_table2", "dataset": "music", "noise": "target_gaussian@0.3",
-                      "method": method, "model": "lasso", "sp": "linear", "selection": "validation",
-                      "params": json.dumps({"model": {"alpha": 0.005}}), "seed": seed, "lam": 1.0, "time_s": 0.1,
-                      "n_restarts": 2 if method == "gaga" else np.nan,
-                      "info": json.dumps({"value_test_selected": t}), "config_hash": "abc"}  # fmt: skip
-            rows += [{**common, "metric": "gen_error", "value": v},
-                     {**common, "metric": "selection_gen_error", "value": 9.0}]  # fmt: skip
-        pd.DataFrame(rows).to_csv(base / f"{cell}__abc.csv", index=False)
-        entries.append({"cell": cell, "overrides": "", "config_hash": "abc", "file": f"{cell}__abc.csv"})
-    pd.DataFrame(entries).to_csv(base / "index.csv", index=False)
 
 
 def test_comparison_against_an_independent_computation(tmp_path):

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from spl_bench.paths import data_dir, repo_root
-from spl_bench.report import environments
+from spl_bench.report import environments, significance
 from spl_bench.report.paper import load_paper
 from spl_bench.report.tables import to_markdown
 
@@ -183,6 +183,10 @@ class TableComparison:
     table: int
     cells: pd.DataFrame  # one row per paper cell x selection
     footer: str = ""  # Markdown: the environments of the rows (spl_bench.report.environments.footer)
+    #: paired tests of every pair of methods per line and selection rule (significance.COLUMNS)
+    significance: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=significance.COLUMNS))
+    #: Friedman + Nemenyi across the lines, per selection rule (only where >= 3 methods and 2 full lines)
+    ranks: dict[str, significance.RankTest] = field(default_factory=dict)
     mixed: list[str] = field(default_factory=list)  # cells pooling rows of different library versions
 
 
@@ -212,8 +216,71 @@ def compare_table(key: str, rows_root: Path | None = None, failures: dict | None
     cells["status"], cells["reason"] = zip(*[_status(r, failures or {}) for r in cells.itertuples()], strict=True)
     rows = pd.concat(raw, ignore_index=True) if raw else pd.DataFrame()
     keys = ("variant", "cell", "selection")
+    values = pd.concat([seed_values(r, table, pap, str(r["variant"].iloc[0])) for r in raw], ignore_index=True) \
+        if raw else pd.DataFrame(columns=[*LINE_KEYS, "method", "seed", "value"])  # fmt: skip
+    order = [m for m in dict.fromkeys(pap["method"])]
+    tests = significance.paired_tests(values, LINE_KEYS, order)[significance.COLUMNS]
     return TableComparison(key, experiment, paper, table, cells, footer=environments.footer(rows, keys),
-                           mixed=environments.mixed_cells(rows, keys))  # fmt: skip
+                           mixed=environments.mixed_cells(rows, keys), significance=tests,
+                           ranks=_rank_tests(cells))  # fmt: skip
+
+
+#: what makes one line of a table for the significance tests (one Holm family)
+LINE_KEYS = ["row", "noise_rate", "param", "selection"]
+
+
+def _line_param(table: int, param: Any) -> str:
+    """The ``param`` of a line: the varied parameter of Tables 9-12, else empty (one line per row)."""
+    return str(param) if table in VARIED and isinstance(param, str) else ""
+
+
+def seed_values(frame: pd.DataFrame, table: int, pap: pd.DataFrame, variant: str = "") -> pd.DataFrame:
+    """One value per (line, method, seed, selection rule), in the paper's metric, for the paired tests.
+
+    ``pap`` is the paper's table (with its ``pval`` column): only its (data set, noise rate,
+    parameter, method) cells are kept, and each value takes its line's label from it.
+    """
+    main = frame[~frame["metric"].astype(str).str.startswith("selection_")].copy()
+    if main.empty:
+        return pd.DataFrame(columns=[*LINE_KEYS, "method", "seed", "value"])
+    main["noise_rate"] = main["noise"].map(_noise_rate).round(4)
+    main["pkey"] = _our_key_param(main, table).round(10).fillna(-1.0)
+    lines = pap.assign(pkey=pd.to_numeric(pap["pval"], errors="coerce").round(10).fillna(-1.0),
+                       noise_rate=pap["noise_rate"].round(4), line_param=[_line_param(table, p) for p in pap["param"]])
+    lines = lines[["row", "dataset", "noise_rate", "pkey", "method", "metric", "line_param"]]
+    lines = lines.rename(columns={"metric": "paper_metric"})  # fmt: skip
+    joined = main.merge(lines, on=["dataset", "noise_rate", "pkey", "method"], how="inner")
+    out = []
+    suffix = f"@{variant}" if variant else ""
+    for sel, col in (("validation", "value"), ("test", "value_test")):
+        vals = joined["value"] if col == "value" else joined["info"].map(_test_selected)
+        conv = [_convert(pm, om, v) for pm, om, v in zip(joined["paper_metric"], joined["metric"], vals, strict=True)]
+        out.append(pd.DataFrame({"row": joined["row"], "noise_rate": joined["noise_rate"],
+                                 "param": joined["line_param"], "selection": sel + suffix,
+                                 "method": joined["method"], "seed": joined["seed"], "value": conv}))  # fmt: skip
+    return pd.concat(out, ignore_index=True).dropna(subset=["value"])
+
+
+def _line_means(cells: pd.DataFrame, selection: str) -> tuple[pd.DataFrame, bool]:
+    """Our mean per (line, method) of one selection rule, lines x methods, and whether higher is better."""
+    part = cells[(cells["selection"] == selection) & (cells["runs"] > 0)]
+    if part.empty:
+        return pd.DataFrame(), True
+    key = part["row"].astype(str) + "|" + part["noise_rate"].astype(str) + "|" + part["param"].astype(str)
+    if _per_method_params(cells[cells["selection"] == selection]):  # Table 7: one line per row and noise rate
+        key = part["row"].astype(str) + "|" + part["noise_rate"].astype(str)
+    means = part.assign(line=key).pivot_table(index="line", columns="method", values="ours_mean", aggfunc="first")
+    return means, _higher_better(str(part["metric"].iloc[0]))
+
+
+def _rank_tests(cells: pd.DataFrame) -> dict[str, significance.RankTest]:
+    out = {}
+    for sel in SELECTIONS:
+        means, better = _line_means(cells, sel)
+        rt = significance.rank_test(means, better) if len(means) else None
+        if rt is not None:
+            out[sel] = rt
+    return out
 
 
 def _model_key(params: str) -> str:
@@ -419,9 +486,24 @@ def table_lines(part: pd.DataFrame) -> list[tuple[dict[str, Any], pd.DataFrame]]
     return out
 
 
-def row_summary(cells: pd.DataFrame, selection: str) -> pd.DataFrame:
+def _clear_winner(grp: pd.DataFrame, tests: pd.DataFrame | None, better: bool) -> bool:
+    """Whether the line's best mean is significantly better than its second best (p_holm < 0.05)."""
+    if tests is None or tests.empty:
+        return False
+    ranked = grp.dropna(subset=["ours_mean"]).sort_values("ours_mean", ascending=not better)
+    if len(ranked) < 2:
+        return False
+    r0 = ranked.iloc[0]
+    param = _line_param(int(r0["table"]), r0["param"])
+    line = tests[(tests["row"] == r0["row"]) & np.isclose(tests["noise_rate"].astype(float), float(r0["noise_rate"]))
+                 & (tests["param"].fillna("").astype(str) == param)]  # fmt: skip
+    return significance.significantly_better(line, str(r0["method"]), str(ranked.iloc[1]["method"]))
+
+
+def row_summary(cells: pd.DataFrame, selection: str, tests: pd.DataFrame | None = None) -> pd.DataFrame:
     """One line per table line (:func:`table_lines`): ours / paper per method, best marked (**),
-    z, and whether the paper's ordering holds."""
+    z, and whether the paper's ordering holds.  With ``tests`` (the paired tests of this
+    selection rule), the best mean is marked ▲ where it is significantly better than the second."""
     part = cells[cells["selection"] == selection]
     per_method = _per_method_params(part)
     lines = []
@@ -433,10 +515,11 @@ def row_summary(cells: pd.DataFrame, selection: str) -> pd.DataFrame:
         rec["param"] = label["param"]
         best_ours = _best(grp, "ours_mean", better)
         best_paper = _best(grp, "paper_mean", better)
+        clear = _clear_winner(grp, tests, better)
         for r in grp.itertuples():
             ours = _fmt(r.ours_mean, r.ours_std) + (f" ({r.runs})" if r.runs else "")
             if r.method == best_ours:
-                ours = f"**{ours}**"
+                ours = f"**{ours}**" + (" ▲" if clear else "")
             pap = _fmt(r.paper_mean, r.paper_std)
             if r.method == best_paper:
                 pap = f"**{pap}**"
@@ -488,11 +571,15 @@ def write_table(comp: TableComparison, out_root: Path, figures: bool = True) -> 
     for variant in VARIANTS:
         blocks += [(f"validation@{variant}", f"Protocol variant '{variant}' ({VARIANT_TITLES[variant]}), validation"),
                    (f"test@{variant}", f"Protocol variant '{variant}', age chosen on the test split")]  # fmt: skip
+    tests = comp.significance
     for sel, title in blocks:
         if not (cells["selection"] == sel).any():
             continue
         md.append(f"\n## {title}\n\n")
-        md.append(to_markdown(row_summary(cells, sel)))
+        md.append(to_markdown(row_summary(cells, sel, tests[tests["selection"] == sel])))
+        md.append(SIGNIFICANCE_NOTE)
+        if sel in comp.ranks:
+            md.append(comp.ranks[sel].summary() + " Diagram: `critical_difference.png`.\n")
     ref = clean_lines(cells)
     if len(ref):
         md.append("\n## Clean-label reference\n\nEach row's plain model (Original) on the same splits with no "
@@ -506,11 +593,24 @@ def write_table(comp: TableComparison, out_root: Path, figures: bool = True) -> 
     md.append(comp.footer)
     md_path = out / "comparison.md"
     md_path.write_text("".join(md))
+    sig = out / "significance.csv"
+    tests.to_csv(sig, index=False, float_format="%.6g")
     if not figures:
-        return [md_path, csv]
+        return [md_path, csv, sig]
     png = out / "comparison.png"
     bar_figure(cells, f"{comp.paper} Table {comp.table}", png)
-    return [md_path, csv, png]
+    written = [md_path, csv, sig, png]
+    if comp.ranks:
+        written.append(significance.cd_figure(comp.ranks, f"{comp.paper} Table {comp.table}",
+                                              out / "critical_difference.png"))  # fmt: skip
+    return written
+
+
+SIGNIFICANCE_NOTE = (
+    "\n▲: the row's best mean is better than the second best by the Wilcoxon signed-rank test on the seeds "
+    "both ran (`scipy.stats.wilcoxon`, two-sided), Holm-corrected over the row's pairs of methods, "
+    "p < 0.05. Every pair's test is in `significance.csv` (fewer than 6 shared seeds: \"too few runs\").\n"
+)
 
 
 def clean_lines(cells: pd.DataFrame) -> pd.DataFrame:
