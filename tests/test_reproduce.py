@@ -204,6 +204,7 @@ def test_a_cell_without_rows_is_unavailable_offline_exactly_when_its_file_is_mis
     """``unavailable_offline`` follows the data folder: the same empty cell is ``not_run`` once the file is there."""
     monkeypatch.setenv("SPL_BENCH_DATA_DIR", str(tmp_path / "data"))
     (tmp_path / "data").mkdir()
+    cmp._available.cache_clear()  # an earlier test of this process may have seen the real data folder
     vals = {"original": [0.33, 0.35]}
     _fake_rows(tmp_path / "rows", vals, vals)
 
