@@ -117,7 +117,7 @@ def test_comparison_against_an_independent_computation(tmp_path):
         r = music.loc[(m, "validation")]
         assert r["ours_mean"] == pytest.approx(np.mean(v)) and r["ours_std"] == pytest.approx(np.std(v, ddof=1))
         assert r["z"] == pytest.approx((np.mean(v) - r["paper_mean"]) / r["paper_std"])
-        assert r["runs"] == 2 and r["status"] == "reduced_runs"
+        assert r["runs"] == 2 and r["status"] == "partial"
         assert music.loc[(m, "test"), "ours_mean"] == pytest.approx(np.mean(tests[m]))
     assert music.loc[("gaga", "validation"), "paper_mean"] == 0.206  # the paper's Table 2, music†
     table = cmp.row_summary(comp.cells, "validation").set_index("row").loc["music†"]
@@ -228,15 +228,32 @@ def test_far_classification_cells_are_explained_only_in_the_direction_the_noise_
     above = cmp._status(pd.Series({**base, "z": 5.0}), {})
     below = cmp._status(pd.Series({**base, "z": -5.0}), {})
     near = cmp._status(pd.Series({**base, "z": -1.0}), {})
-    assert above == ("reproduced", "|z| > 3: " + cmp.FIDELITY_NOTE["classification"])
-    assert below == ("reproduced", "|z| > 3, ours worse than the paper: " + cmp.FIDELITY_NOTE["worse"])
-    assert near == ("reproduced", "")
+    assert above == ("complete", "|z| > 3: " + cmp.FIDELITY_NOTE["classification"])
+    assert below == ("complete", "|z| > 3, ours worse than the paper: " + cmp.FIDELITY_NOTE["worse"])
+    assert near == ("complete", "")
     err = cmp._status(pd.Series({**base, "metric": "test_error", "z": 5.0}), {})  # a higher error is worse
     assert err[1].startswith("|z| > 3, ours worse than the paper")
     # from 50 % uniform flips the flipped label is each class's majority: explained, and said so
     inverted = cmp._status(pd.Series({**base, "noise_rate": 0.6, "z": -50.0}), {})
-    assert inverted == ("reproduced", "|z| > 3, ours worse than the paper: " + cmp.FIDELITY_NOTE["inverted"])
+    assert inverted == ("complete", "|z| > 3, ours worse than the paper: " + cmp.FIDELITY_NOTE["inverted"])
     assert cmp._status(pd.Series({**base, "noise_rate": 0.4, "z": -5.0}), {}) == below
+
+
+def test_agreement_is_a_column_of_its_own_by_paper_stds():
+    assert [cmp.agreement(z) for z in (0.0, -1.0, 1.5, -2.0, 2.9, 3.0, -3.01, 40.0, np.inf, np.nan)] == [
+        "within 1 std", "within 1 std", "within 2 stds", "within 2 stds", "within 3 stds", "within 3 stds",
+        "beyond 3 stds", "beyond 3 stds", "beyond 3 stds", "–"]  # fmt: skip
+
+
+def test_outlier_path_rows_name_their_data_set_and_carry_no_gaga_order(tmp_path):
+    comp = cmp.compare_table("op2", tmp_path)  # no rows: the paper's cells alone
+    rows = set(comp.cells["row"])
+    assert "D1 breast_cancer" in rows and not any(r == "D1" for r in rows)
+    assert set(comp.cells[comp.cells["runs"] == 0]["agreement"]) == {"–"}
+    lines = cmp.row_summary(comp.cells, "validation")
+    assert "paper order holds" not in lines.columns
+    md = cmp.write_table(comp, tmp_path / "out", figures=False)[0].read_text()
+    assert md.startswith("# Outlier-Path (Suzumura et al., ICML 2014), Table 2") and "GAGA, MOSPL" not in md
 
 
 def test_readme_counts_the_far_cells_by_reason():

@@ -41,6 +41,15 @@ TABLES: dict[str, tuple[str, str, int]] = {
     "op2": ("outlier_path_table2", "outlier_path", 2),
     "op3": ("outlier_path_table3", "outlier_path", 3),
 }
+#: the papers, as a table's title names them
+PAPER_TITLES = {"gaga": "GAGA (Qu et al., NeurIPS 2022)", "outlier_path": "Outlier-Path (Suzumura et al., ICML 2014)",
+                "dspl": "DSPL"}  # fmt: skip
+#: what each paper's table header says beyond the common legend
+PAPER_NOTES = {
+    "gaga": "*paper order holds*: our means keep the GAGA paper's ordering GAGA, MOSPL, ACS, Original. ",
+    "outlier_path": "Rows D1-D10 are the paper's data sets (named beside); its metric is the test error "
+    "(1 − our accuracy). ",
+}
 #: runs per cell in the papers (Outlier-Path: 10 repetitions; GAGA and DSPL: 20)
 PAPER_RUNS = {"gaga": 20, "outlier_path": 10, "dspl": 20}
 #: the paper's ordering of GAGA's methods, best first (checked per row where all four ran)
@@ -214,6 +223,7 @@ def compare_table(key: str, rows_root: Path | None = None, failures: dict | None
     _add_clean_reference(cells, clean_reference(experiment, table, rows_root), _row_models(noisy, table), name)
     _add_authors_z(cells)
     cells["status"], cells["reason"] = zip(*[_status(r, failures or {}) for r in cells.itertuples()], strict=True)
+    cells["agreement"] = [agreement(z) if runs else "–" for z, runs in zip(cells["z"], cells["runs"], strict=True)]
     rows = pd.concat(raw, ignore_index=True) if raw else pd.DataFrame()
     keys = ("variant", "cell", "selection")
     values = pd.concat([seed_values(r, table, pap, str(r["variant"].iloc[0])) for r in raw], ignore_index=True) \
@@ -247,6 +257,7 @@ def seed_values(frame: pd.DataFrame, table: int, pap: pd.DataFrame, variant: str
     main["pkey"] = _our_key_param(main, table).round(10).fillna(-1.0)
     lines = pap.assign(pkey=pd.to_numeric(pap["pval"], errors="coerce").round(10).fillna(-1.0),
                        noise_rate=pap["noise_rate"].round(4), line_param=[_line_param(table, p) for p in pap["param"]])
+    lines["row"] = [_row_label(p, r, d) for p, r, d in zip(lines["paper"], lines["row"], lines["dataset"], strict=True)]
     lines = lines[["row", "dataset", "noise_rate", "pkey", "method", "metric", "line_param"]]
     lines = lines.rename(columns={"metric": "paper_metric"})  # fmt: skip
     joined = main.merge(lines, on=["dataset", "noise_rate", "pkey", "method"], how="inner")
@@ -371,12 +382,18 @@ def _add_authors_z(cells: pd.DataFrame) -> None:
         cells.loc[base, "authors_runs"] = hit["runs"].fillna(0).astype(int).to_numpy()
 
 
+def _row_label(paper: str, row: str, dataset: str) -> str:
+    """A table line's name: the paper's row name; the Outlier-Path paper's D1-D10 with the data set beside."""
+    return f"{row} {dataset}" if paper == "outlier_path" else str(row)
+
+
 def _join(paper: str, table: int, pap: pd.DataFrame, ours: pd.DataFrame, name: str | None, variant: str) -> list[dict]:
     """One record per paper cell and selection rule; a variant contributes only the cells it ran."""
     recs = []
     for cell in pap.itertuples():
         for sel in SELECTIONS:
-            rec = {"paper": paper, "table": table, "row": cell.row, "dataset": cell.dataset,
+            rec = {"paper": paper, "table": table, "row": _row_label(paper, cell.row, cell.dataset),
+                   "dataset": cell.dataset,
                    "noise_rate": cell.noise_rate, "param": cell.param if isinstance(cell.param, str) else "",
                    "method": cell.method, "metric": cell.metric, "selection": sel, "paper_mean": cell.mean,
                    "paper_std": cell.std, "paper_restarts": cell.restarts}  # fmt: skip
@@ -422,8 +439,23 @@ def _status(r, failures: dict) -> tuple[str, str]:
     if r.runs < target:
         tail = f"; {note}" if note else ""
         per = f", {r.time_s:.0f} s per run measured" if np.isfinite(r.time_s) else ""
-        return "reduced_runs", f"{r.runs} of {target} runs committed{per} (the sweep resumes from here){tail}"
-    return "reproduced", note
+        return "partial", f"{r.runs} of {target} runs committed{per} (the sweep resumes from here){tail}"
+    return "complete", note
+
+
+#: agreement of a cell with the paper, by |z| in paper stds (the reason column says why where beyond)
+AGREEMENT = ((1.0, "within 1 std"), (2.0, "within 2 stds"), (3.0, "within 3 stds"))
+
+
+def agreement(z: float) -> str:
+    """``within 1 std`` / ``within 2 stds`` / ``within 3 stds`` / ``beyond 3 stds`` of the paper;
+    ``–`` for a cell without runs or without a finite z (a paper std of 0 and equal means)."""
+    if not np.isfinite(z):
+        return "beyond 3 stds" if np.isinf(z) else "–"
+    for bound, label in AGREEMENT:
+        if abs(z) <= bound:
+            return label
+    return "beyond 3 stds"
 
 
 def _worse_reason(r: Any) -> str:
@@ -527,11 +559,12 @@ def row_summary(cells: pd.DataFrame, selection: str, tests: pd.DataFrame | None 
             own = f" [{r.param}]" if per_method and r.param else ""
             rec[r.method] = f"{ours} / {pap} / z {z}{own}"
         lines.append(rec)
-        rec["paper order holds"] = _order_mark(grp, better)
+        if "paper" not in grp or (grp["paper"] == "gaga").all():  # the GAGA paper's claim; the Outlier-Path paper makes none such
+            rec["paper order holds"] = _order_mark(grp, better)
     frame = pd.DataFrame(lines)
     if len(frame) and per_method:
         frame = frame.drop(columns="param")
-    if len(frame):  # the ordering mark last, whatever order the methods came in
+    if len(frame) and "paper order holds" in frame:  # the ordering mark last, whatever order the methods came in
         frame = frame[[c for c in frame.columns if c != "paper order holds"] + ["paper order holds"]]
     return frame
 
@@ -561,11 +594,11 @@ def write_table(comp: TableComparison, out_root: Path, figures: bool = True) -> 
     cells = comp.cells
     csv = out / "comparison.csv"
     cells.to_csv(csv, index=False, float_format="%.6g")
-    md = [f"# {comp.paper} Table {comp.table}: ours beside the paper\n",
+    md = [f"# {PAPER_TITLES.get(comp.paper, comp.paper)}, Table {comp.table}: ours beside the paper\n",
           "Each cell: ours mean ± std (runs) / the paper's mean ± std / z = (ours − paper) / paper std. "
-          "Best of each row in bold, in ours and in the paper. *paper order holds*: our means keep the "
-          "paper's ordering GAGA, MOSPL, ACS, Original. Generated by `scripts/reproduce_tables.py` from "
-          "`results/rows/` and `results/paper/`; protocol differences in docs/protocol.md.\n"]  # fmt: skip
+          "Best of each row in bold, in ours and in the paper. " + PAPER_NOTES.get(comp.paper, "")
+          + "Generated by `scripts/reproduce_tables.py` from `results/rows/` and `results/paper/`; protocol "
+          "differences in docs/protocol.md.\n"]  # fmt: skip
     blocks = [("validation", "Age chosen on a validation split (default, honest)"),
               ("test", "Age chosen on the test split (the authors' code), same fits")]  # fmt: skip
     for variant in VARIANTS:
@@ -587,9 +620,13 @@ def write_table(comp: TableComparison, out_root: Path, figures: bool = True) -> 
                   "above: what the model family reaches on this data. A paper mean far above it cannot come from "
                   "handling the noise.\n\n")  # fmt: skip
         md.append(to_markdown(ref))
-    counts = cells[cells["selection"] == "validation"]["status"].value_counts().to_dict()
-    md.append("\nStatus of the cells (validation selection): "
-              + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + "\n")  # fmt: skip
+    val = cells[cells["selection"] == "validation"]
+    counts = val["status"].value_counts().to_dict()
+    agree = val[val["runs"] > 0]["agreement"].value_counts().to_dict()
+    md.append("\nCells under validation selection, by completeness: "
+              + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+              + "; by agreement with the paper: " + ", ".join(f"{k} {v}" for k, v in sorted(agree.items()))
+              + "\n")  # fmt: skip
     md.append(comp.footer)
     md_path = out / "comparison.md"
     md_path.write_text("".join(md))
@@ -691,7 +728,7 @@ def bar_figure(cells: pd.DataFrame, title: str, path: Path) -> None:
 
 COVERAGE_COLUMNS = [
     "paper", "table", "dataset", "noise_rate", "method", "metric", "selection", "paper_mean", "paper_std",
-    "ours_mean", "ours_std", "runs", "status", "reason", "param", "row", "z", "within_1_std",
+    "ours_mean", "ours_std", "runs", "status", "agreement", "reason", "param", "row", "z", "within_1_std",
     "clean_mean", "clean_std", "clean_runs",
 ]  # fmt: skip
 
@@ -720,11 +757,12 @@ def dspl_table(root: Path | None = None) -> pd.DataFrame:
         if n == 0:
             rec["status"], rec["reason"] = "failed", f"{cell.method} is not implemented (docs/dspl.md)"
         else:
-            rec["status"] = "reduced_runs"
+            rec["status"] = "partial"
             rec["reason"] = f"{n} runs at reduced size (10 batches of 500 rows, p = 20; results/dspl/README.md)"
         recs.append(rec)
     cells = pd.DataFrame(recs)
     cells["z"] = (cells["ours_mean"] - cells["paper_mean"]) / cells["paper_std"]
+    cells["agreement"] = [agreement(z) if runs else "–" for z, runs in zip(cells["z"], cells["runs"], strict=True)]
     return cells
 
 
@@ -734,6 +772,7 @@ def status_section(cov: pd.DataFrame) -> str:
     counts = val["status"].value_counts()
     ran = val[val["runs"] > 0]
     within = int((ran["z"].abs() <= 1).sum())
+    far_agree = ran["agreement"] == "beyond 3 stds"
     lines = [
         "## Reproduction status",
         "",
@@ -741,9 +780,19 @@ def status_section(cov: pd.DataFrame) -> str:
         "`make reproduce-tables` (one row per paper cell and selection rule). Counts are of the "
         f"{len(val)} paper cells under validation selection:",
         "",
-        "| status | cells |",
+        "| completeness | cells |",
         "|---|---|",
         *[f"| {k} | {int(v)} |" for k, v in counts.sort_index().items()],
+        "",
+        "`complete`: every run of the paper's count is committed (20; Outlier-Path 10); `partial`: fewer. "
+        "Whether a cell agrees with the paper is a separate column (`agreement` in coverage.csv):",
+        "",
+        "| agreement with the paper (cells with runs) | cells |",
+        "|---|---|",
+        *[f"| {k} | {int((ran['agreement'] == k).sum())} |" for k in (*[a for _, a in AGREEMENT], "beyond 3 stds")],
+        "",
+        f"Complete and beyond 3 stds: {int(((ran['status'] == 'complete') & far_agree).sum())} cells "
+        "(the reasons below).",
         "",
         f"Of the {len(ran)} cells with runs, {within} are within one paper std of the paper's mean "
         f"(|z| ≤ 1) and {int((ran['z'].abs() > FAR).sum())} are more than {FAR:g} stds away; the reasons "
