@@ -559,7 +559,8 @@ def row_summary(cells: pd.DataFrame, selection: str, tests: pd.DataFrame | None 
             own = f" [{r.param}]" if per_method and r.param else ""
             rec[r.method] = f"{ours} / {pap} / z {z}{own}"
         lines.append(rec)
-        if "paper" not in grp or (grp["paper"] == "gaga").all():  # the GAGA paper's claim; the Outlier-Path paper makes none such
+        # the GAGA paper's claim; the Outlier-Path paper makes none such
+        if "paper" not in grp or (grp["paper"] == "gaga").all():
             rec["paper order holds"] = _order_mark(grp, better)
     frame = pd.DataFrame(lines)
     if len(frame) and per_method:
