@@ -153,3 +153,24 @@ def test_test_selected_value_is_the_best_test_candidate(diabetes):
     # with test selection the reported value is the test-selected one (fit on all training rows)
     out_t = run_once(ds, make, ProtocolConfig(selection="test", n_runs=1), NoiseConfig("target_gaussian", 0.3), 1)
     assert out_t.info["value_test_selected"] == pytest.approx(out_t.value)
+
+
+def test_scalings_match_the_authors_loaders_written_out():
+    """``authors`` and ``authors_slip`` against the two lines of the authors' loaders, on all rows."""
+    from spl_bench.data.preprocess import scale_split
+
+    rng = np.random.default_rng(3)
+    X, y = rng.normal(2.0, 3.0, size=(40, 3)), rng.normal(50.0, 10.0, size=40)
+    tr, te = np.arange(30), np.arange(30, 40)
+    ya = y - np.mean(y)  # their loaders: y = y - np.mean(y), then one of the two lines below
+    good = (ya - np.min(ya)) / (np.max(ya) - np.min(ya))
+    slip = ya - np.min(ya) / (np.max(ya) - np.min(ya))  # regression_data7 / regression_data12, as written
+    Xs = (X - X.mean(axis=0)) / X.std(axis=0)
+    for scaling, target in (("authors", good), ("authors_slip", slip)):
+        sc = scale_split(X[tr], y[tr], X[te], y[te], "regression", scaling)
+        np.testing.assert_allclose(np.concatenate([sc.y_train, sc.y_test]), target, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(np.vstack([sc.X_train, sc.X_test]), Xs, rtol=1e-12, atol=1e-12)
+    sc = scale_split(X[tr], y[tr], X[te], y[te], "regression", "train")
+    assert abs(sc.y_train.mean()) < 1e-12 and sc.y_train.std() == pytest.approx(1.0)
+    with pytest.raises(ConfigError, match="authors_slip"):
+        scale_split(X[tr], y[tr], X[te], y[te], "regression", "nope")

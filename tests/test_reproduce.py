@@ -355,6 +355,32 @@ def test_authors_variant_composes_the_authors_noise():
         rp.table_cells("2", variant="nope")
 
 
+def test_authors_protocol_variant_composes_the_authors_whole_protocol():
+    reg = rp.compose_cell(rp.table_cells("2", ["gaga"], ["music"], "authors_protocol")[0])
+    assert (reg.protocol.splits, reg.protocol.scaling, reg.protocol.selection) == ("kfold20", "authors", "test")
+    assert reg.noise.kind == "gaussian_shift" and reg.noise.rate == 0.3 and reg.model.name == "lasso"
+    cls = rp.compose_cell(rp.table_cells("2", ["acs"], ["mfeat_pixel"], "authors_protocol")[0])
+    assert cls.noise.kind == "near_boundary_flip" and cls.protocol.noise_scope == "all"
+    assert dict(cls.data.binarize) == {"kind": "first_rows", "n": 500}  # their coding of mfeat-pixel
+    pen = rp.compose_cell(rp.table_cells("2", ["acs"], ["pendigits"], "authors_protocol")[0])
+    ours = rp.compose_cell(rp.table_cells("2", ["acs"], ["pendigits"])[0])
+    assert dict(pen.data.binarize) == dict(ours.data.binarize)  # class >= 5 -> +1: the authors' coding already
+
+
+def test_authors_protocol_rows_are_reported_as_rmse_under_test_selection(tmp_path):
+    vals = {"acs": [0.04, 0.09], "gaga": [0.01, 0.16]}  # MSE per run: RMSE 0.2, 0.3 and 0.1, 0.4
+    _fake_rows(tmp_path, vals, vals)
+    (tmp_path / "gaga_table2").rename(tmp_path / "gaga_table2@authors_protocol")
+    for f in (tmp_path / "gaga_table2@authors_protocol").glob("*__abc.csv"):
+        pd.read_csv(f).assign(selection="test").to_csv(f, index=False)
+    cells = cmp.compare_table("2", tmp_path).cells
+    ours = cells[(cells["dataset"] == "music") & (cells["runs"] > 0)].set_index(["method", "selection"])
+    assert set(ours.index.get_level_values("selection")) == {"test@authors_protocol"}
+    assert ours.loc[("acs", "test@authors_protocol"), "ours_mean"] == pytest.approx(0.25)
+    assert ours.loc[("gaga", "test@authors_protocol"), "ours_mean"] == pytest.approx(0.25)
+    assert ours.loc[("gaga", "test@authors_protocol"), "ours_std"] == pytest.approx(np.std([0.1, 0.4], ddof=1))
+
+
 def test_clean_variant_is_one_plain_model_cell_per_row_without_noise():
     # Table 8 sweeps two data sets x three noise rates x two methods: the reference is one
     # plain-model cell per data set, its noise rate 0

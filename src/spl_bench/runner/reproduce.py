@@ -83,6 +83,17 @@ VARIANTS: dict[str, dict[str, tuple[str, ...]]] = {
         "classification": ("noise=near_boundary_flip", "noise.options.count=pool", "protocol.noise_scope=all"),
         "regression": ("noise=gaussian_shift",),
     },
+    # the GAGA authors' whole protocol (docs/protocol.md, "The authors' protocol"): their noise as
+    # above, their 20 shuffled KFold folds (random_state=40), features standardised and the target
+    # min-max scaled on all rows, lasso without intercept (ours has none either), the age chosen on
+    # the test fold, and their label coding of mfeat-pixel (first 500 rows in file order -> -1).
+    # A "data=<name>" key adds overrides for that data set only.
+    "authors_protocol": {
+        "classification": ("protocol=authors", "noise=near_boundary_flip", "noise.options.count=pool",
+                           "protocol.noise_scope=all"),
+        "regression": ("protocol=authors", "noise=gaussian_shift"),
+        "data=mfeat_pixel": ("~data.binarize", "+data.binarize={kind:first_rows,n:500}"),
+    },
     # the clean-label reference of a table row: its plain model (method=original) fitted on the
     # row's splits with no corrupted training rows; one cell per row (CLEAN_VARIANT below)
     "clean": {
@@ -172,8 +183,9 @@ def compose_cell(cell: Cell, extra: Iterable[str] = ()) -> DictConfig:
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
         cfg = compose("config", overrides=[*base, *extra])
         if cell.variant:
-            task = str(cfg.data.task)
-            cfg = compose("config", overrides=[*base, *VARIANTS[cell.variant][task], *extra])
+            spec = VARIANTS[cell.variant]
+            more = [*spec[str(cfg.data.task)], *spec.get(f"data={cfg.data.name}", ())]
+            cfg = compose("config", overrides=[*base, *more, *extra])
     return cfg
 
 
