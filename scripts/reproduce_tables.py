@@ -80,7 +80,7 @@ def main() -> int:
         from spl_bench.paths import repo_root
         from spl_bench.report.compare import write_all
 
-        for path in write_all(readme=repo_root() / "README.md"):
+        for path in write_all(readme=repo_root() / "README.md", findings=repo_root() / "results" / "FINDINGS.md"):
             print(f"wrote {path}")
     except SplBenchError as exc:
         print(f"error: {exc}", file=sys.stderr)

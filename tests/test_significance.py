@@ -124,3 +124,20 @@ def test_two_close_methods_are_not_marked(tmp_path):
     comp = cmp.compare_table("2", tmp_path)
     line = cmp.row_summary(comp.cells, "validation", comp.significance).set_index("row")
     assert "▲" not in "".join(line.loc["music†"].astype(str))
+
+
+def test_findings_count_the_lines_and_their_significant_winners(tmp_path):
+    from spl_bench.report.findings import findings_markdown
+
+    rng = np.random.default_rng(0)
+    base = 0.3 + 0.01 * rng.normal(size=8)
+    vals = {"original": list(base + 0.05), "acs": list(base + 0.02), "mospl": list(base + 0.0001 * rng.normal(size=8)),
+            "gaga": list(base)}  # fmt: skip
+    fake_table2_rows(tmp_path, vals, vals)
+    comp = cmp.compare_table("2", tmp_path)
+    page = findings_markdown([comp], cmp.coverage([comp]))
+    # music† is a regression line (lower is better): GAGA below ACS on all 8 seeds; MOSPL within noise of GAGA
+    assert "| honest: age on a validation split | GAGA | ACS | 1 | 1 | 1 | 1 | 0 |" in page
+    assert "| honest: age on a validation split | GAGA | MOSPL | 1 |" in page
+    assert "| honest: age on a validation split | ACS | Original | 1 | 1 | 1 | 1 | 0 |" in page
+    assert "| authors' whole protocol" not in page  # no rows of that variant: no line of it

@@ -955,9 +955,11 @@ def critical_point_figure(frame: pd.DataFrame, path: Path) -> None:
 
 
 def write_all(
-    out_root: Path | None = None, rows_root: Path | None = None, readme: Path | None = None, figures: bool = True
+    out_root: Path | None = None, rows_root: Path | None = None, readme: Path | None = None, figures: bool = True,
+    findings: Path | None = None,
 ) -> list[Path]:
-    """Every comparison table, ``coverage.csv``, the README section and (``figures``) the PNGs."""
+    """Every comparison table, ``coverage.csv``, the README section, the findings page (``findings``,
+    default ``<out_root>/FINDINGS.md``; the script writes ``results/FINDINGS.md``) and the PNGs."""
     out_root = out_root or tables_dir()
     failures = load_failures(rows_root)
     comps = [compare_table(k, rows_root, failures) for k in TABLES]
@@ -981,6 +983,11 @@ def write_all(
     section = status_section(cov)
     (out_root / "status.md").write_text(section)
     paths.append(out_root / "status.md")
+    from spl_bench.report.findings import findings_markdown
+
+    findings = findings or out_root / "FINDINGS.md"
+    findings.write_text(findings_markdown(comps, cov))
+    paths.append(findings)
     if readme is not None:
         update_readme(section, readme)
         paths.append(readme)
