@@ -59,6 +59,48 @@ def test_experiment_composes_and_passes_the_run_checks(experiment):
     assert isinstance(ident["model"]["params"], dict)
 
 
+#: ``spl-bench run <overrides>`` as the README and the docs write it (in code or in a code block)
+DOC_COMMAND = re.compile(r"spl-bench run ([^`#\n]+)")
+
+
+def documented_run_commands() -> list[tuple[str, list[str]]]:
+    """(where, overrides) of every complete ``spl-bench run`` command in README.md and docs/*.md.
+
+    Placeholders (``<row>``, ``...``) and commands continued on the next line are left out; ``-m``
+    (Hydra multirun) is dropped: the composition of one job is what is checked.
+    """
+    root = config_dir().parent
+    out = []
+    for path in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
+        for k, line in enumerate(path.read_text().splitlines(), 1):
+            for m in DOC_COMMAND.finditer(line):
+                text = m.group(1).strip()
+                if not text or "..." in text or "<" in text or not re.fullmatch(r"[\w.+=,\-/{}:~' ]+", text):
+                    continue
+                args = [a for a in shlex.split(text) if a != "-m"]
+                if args and all("=" in a for a in args):
+                    out.append((f"{path.name}:{k}", args))
+    return out
+
+
+def test_every_documented_run_command_composes():
+    """The commands the README and docs show compose and pass the run's checks (nothing is run)."""
+    commands = documented_run_commands()
+    assert len(commands) >= 10, commands  # the README alone shows five
+    bad = []
+    for where, args in commands:
+        try:
+            with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+                cfg = compose("config", overrides=args)
+            exp = next((a.split("=", 1)[1] for a in args if a.startswith("experiment=")), None)
+            app.check_root_keys(cfg, exp)
+            app.protocol_config(cfg)
+            app.estimator_factory(cfg)
+        except Exception as exc:  # every failure listed, not only the first
+            bad.append(f"{where}: spl-bench run {' '.join(args)}: {type(exc).__name__}: {str(exc).splitlines()[0]}")
+    assert not bad, "\n".join(bad)
+
+
 def test_an_unknown_top_level_key_is_still_refused():
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
         cfg = compose("config", overrides=["experiment=gaga_table7", "+protocl={n_runs: 1}"])

@@ -86,7 +86,9 @@ def test_friedman_statistic_and_ranks_match_the_formula():
     higher = sig.rank_test(means, higher_better=True)
     pd.testing.assert_series_equal(higher.ranks, (k + 1) - ranks.mean(), check_names=False)
     assert rt.nemenyi.shape == (4, 4) and np.allclose(np.diag(rt.nemenyi), 1.0)
-    assert sig.rank_test(means[["w", "x"]], False) is None  # two methods: no Friedman test
+    two = sig.rank_test(means[["w", "x"]], False)  # two methods: the Wilcoxon test of the row means
+    assert two.test == "wilcoxon" and two.p_value == pytest.approx(_exact_signed_rank_p((means.w - means.x).to_numpy()))
+    assert two.nemenyi.loc["w", "x"] == two.p_value and "Wilcoxon" in two.summary()
     assert sig.rank_test(means.iloc[:1], False) is None
 
 

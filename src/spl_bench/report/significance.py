@@ -12,7 +12,8 @@ so the difference of two methods on seed k is free of the split's and the noise'
   shared seeds give no p-value ("too few runs"): with 5 pairs the smallest two-sided p of the
   signed-rank test is 0.0625, so no difference could be shown anyway.
 * **Across the rows of a table** (Demšar 2006): the Friedman test on the methods' mean per row,
-  over the rows where every method has runs, then the Nemenyi post-hoc test
+  over the rows where every method has runs (two methods: the Wilcoxon signed-rank test of the
+  row means, Demšar's section 3.1.3), then the Nemenyi post-hoc test
   (``scikit_posthocs.posthoc_nemenyi_friedman``) and a critical-difference diagram of the
   average ranks (``scikit_posthocs.critical_difference_diagram``): methods joined by a bar are
   not significantly different at 0.05.
@@ -112,29 +113,47 @@ class RankTest:
     statistic: float
     p_value: float
     ranks: pd.Series  # average rank per method, 1 = best
-    nemenyi: pd.DataFrame  # pairwise p-values, methods x methods
+    nemenyi: pd.DataFrame  # pairwise p-values, methods x methods (two methods: the Wilcoxon p)
+    test: str = "friedman"  # "friedman" (3 or more methods) or "wilcoxon" (two methods)
 
     def summary(self) -> str:
         ranks = ", ".join(f"{m} {r:.2f}" for m, r in self.ranks.sort_values().items())
-        return (f"Friedman test over the {self.n_lines} rows where every method ran: χ² = {self.statistic:.2f}, "
-                f"p = {self.p_value:.3g}. Average ranks (1 = best): {ranks}.")  # fmt: skip
+        if self.test == "wilcoxon":
+            head = (f"Two methods: Wilcoxon signed-rank test of their means over the {self.n_lines} rows where "
+                    f"both ran (Demšar 2006, 3.1.3): W = {self.statistic:.1f}, p = {self.p_value:.3g}.")  # fmt: skip
+        else:
+            head = (f"Friedman test over the {self.n_lines} rows where every method ran: "
+                    f"χ² = {self.statistic:.2f}, p = {self.p_value:.3g}.")  # fmt: skip
+        return f"{head} Average ranks (1 = best): {ranks}."
 
 
 def rank_test(means: pd.DataFrame, higher_better: bool) -> RankTest | None:
     """Friedman + Nemenyi on ``means`` (one line per table row, one column per method).
 
-    Only rows where every method has a mean take part (a complete block design). None when
-    fewer than three methods or two such rows remain.
+    Only rows where every method has a mean take part (a complete block design). With two
+    methods the Friedman test is replaced by the Wilcoxon signed-rank test of the paired row
+    means, as Demšar (2006, section 3.1.3) recommends for two classifiers over several data
+    sets. None when fewer than two methods or two such rows remain, or all differences are 0.
     """
     import scikit_posthocs as sph
-    from scipy.stats import friedmanchisquare
+    from scipy.stats import friedmanchisquare, wilcoxon
 
     complete = means.dropna()
-    if complete.shape[1] < 3 or len(complete) < 2:
+    if complete.shape[1] < 2 or len(complete) < 2:
         return None
     score = -complete if higher_better else complete  # rank 1 = the best mean of the row
-    stat, p = friedmanchisquare(*[score[m].to_numpy() for m in score.columns])
     ranks = score.rank(axis=1).mean()
+    if complete.shape[1] == 2:
+        a, b = (score[m].to_numpy() for m in score.columns)
+        if np.all(a == b):
+            return None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            res = wilcoxon(a, b)
+        p = float(res.pvalue)
+        mat = pd.DataFrame([[1.0, p], [p, 1.0]], index=list(score.columns), columns=list(score.columns))
+        return RankTest(len(complete), float(res.statistic), p, ranks, mat, test="wilcoxon")
+    stat, p = friedmanchisquare(*[score[m].to_numpy() for m in score.columns])
     nem = sph.posthoc_nemenyi_friedman(score.to_numpy())
     nem.index = nem.columns = list(score.columns)
     return RankTest(len(complete), float(stat), float(p), ranks, nem)
@@ -153,8 +172,9 @@ def cd_figure(tests: dict[str, RankTest], title: str, path: Path) -> Path:
     colours = {m: f"C{i % 10}" for i, m in enumerate(methods)}  # one colour per method in every panel
     for ax, (label, rt) in zip(axes[:, 0], tests.items(), strict=True):
         sph.critical_difference_diagram(rt.ranks, rt.nemenyi, ax=ax, alpha=ALPHA, color_palette=colours)
-        ax.set_title(f"{label}: Friedman p = {rt.p_value:.3g} over {rt.n_lines} rows; bars join methods "
-                     f"not different at {ALPHA:g} (Nemenyi)", fontsize=8)  # fmt: skip
+        test, post = ("Friedman", "Nemenyi") if rt.test == "friedman" else ("Wilcoxon", "Wilcoxon")
+        ax.set_title(f"{label}: {test} p = {rt.p_value:.3g} over {rt.n_lines} rows; bars join methods "
+                     f"not different at {ALPHA:g} ({post})", fontsize=8)  # fmt: skip
     fig.suptitle(title + " — average ranks, 1 = best", fontsize=9)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
