@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from spl_bench.data.synthetic import make_dspl_regression
 from spl_bench.errors import ConfigError, DataError
-from spl_bench.methods.dspl import DSPL, DaskBackend, SerialBackend, dspl_solve, split_batches
+from spl_bench.methods.dspl import DSPL, dspl_solve, split_batches
 
 FAST = settings(max_examples=12, deadline=None)
 
@@ -181,21 +181,6 @@ def test_dask_and_serial_backends_give_the_same_model(dask_cluster):
     assert dsk.run_info()["n_workers"] == 2
     # the backend closed its client but not the cluster it joined
     assert dask_cluster.status.name == "running"
-
-
-def test_dask_backend_shards_batches_by_worker_and_keeps_their_order(dask_cluster):
-    with DaskBackend(address=dask_cluster.scheduler_address) as be:
-        h = be.scatter([np.full(3, float(i)) for i in range(5)])
-        assert len(h.futures) == 2 and len(set(h.workers)) == 2  # one shard per worker
-        out = be.gather(be.map(lambda b, a, k=0: b[0] * 10 + a + k, h, list(range(5)), k=1))
-        assert out == [i * 10 + i + 1 for i in range(5)]
-        with pytest.raises(ValueError):
-            be.map(len, h, [1, 2])
-
-
-def test_serial_backend_is_in_process():
-    be = SerialBackend()
-    assert be.gather(be.map(lambda a, b=0: a + b, [1, 2], b=3)) == [4, 5]
 
 
 @pytest.mark.slow

@@ -16,292 +16,42 @@ then ``v_i = 1[ell_ij(w_i) < lam]`` (11) and ``lam <- min(mu lam, tau)``, until 
 Lagrangian stops changing.
 
 Execution: the per-batch work (Gram matrices, factorizations, ``w_i``-updates,
-``v_i``-updates, batch objectives) runs through a *backend*.  :class:`SerialBackend`
-runs it in-process; :class:`DaskBackend` runs it on a ``dask.distributed`` cluster
-(a LocalCluster, or any scheduler by address).  The batches are scattered once and
-stay on the workers together with their ``v_i``, Gram matrices and factors; each ADMM
-iteration ships only ``(alpha_i, z)`` out and ``w_i`` back (``p`` numbers each).  Both
-backends call the same functions in the same order, so they give the same numbers.
+``v_i``-updates, batch objectives) runs on *batch hosts*
+(:mod:`spl_bench.methods.dspl_backends`): :class:`SerialBackend` keeps one host in this
+process, :class:`DaskBackend` one host per Dask worker as a Dask actor (LocalCluster, an
+existing scheduler, or SLURM through dask-jobqueue).  The batches are sent once and stay on
+their host with their ``v_i``, Gram matrices and factors across ADMM and outer iterations;
+each ADMM iteration sends every host one message with its ``alpha_i`` and ``z`` and gets
+its ``w_i`` back (``p`` numbers per batch).  Both backends call the same host methods in the
+same order, so they give the same numbers.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.linalg import cho_factor, cho_solve
 
 from spl_bench.errors import ConfigError, DataError, check_positive
 from spl_bench.methods.base import Array, SPLEstimator
+from spl_bench.methods.dspl_backends import (
+    Batch,
+    BatchHost,
+    DaskBackend,
+    SerialBackend,
+    WorkerLostError,
+    make_backend,
+    slurm_cluster,
+)
 from spl_bench.models import Params
 from spl_bench.sp import SPRegularizer, get_sp
 
-# =====================================================================================
-# Per-batch work.  Module-level functions of plain data so that Dask can ship them.
-# =====================================================================================
-
-
-@dataclass
-class Batch:
-    """One mini-batch ``(X_i, y_i)``; lives on a worker."""
-
-    X: Array
-    y: Array
-
-
-@dataclass
-class GramState:
-    """``G_i = 2 X_i^T V_i X_i`` and ``b_i = 2 X_i^T V_i y_i`` of eq. (7) for the current ``v_i``."""
-
-    G: Array
-    b: Array
-
-
-@dataclass
-class Factor:
-    """Cholesky factor of ``G_i + rho I`` and the vector ``b_i`` (eq. (7))."""
-
-    cho: tuple[Array, bool]
-    b: Array
-
-
-def batch_losses(batch: Batch, w: Array) -> Array:
-    """Squared losses ``ell_ij = (y_ij - w^T x_ij)^2`` of one batch (the loss of eq. (7))."""
-    r = batch.y - batch.X @ w
-    return r * r
-
-
-def _ones_v(batch: Batch) -> Array:
-    return np.ones(batch.y.shape[0])
-
-
-def _v_step(batch: Batch, w: Array, lam: float, sp: SPRegularizer) -> Array:
-    """``v_i = v*(ell(w_i), lam)``: eq. (11), ``1[ell < lam]`` for the hard regularizer."""
-    return sp.v_star(batch_losses(batch, w), lam)
-
-
-def _gram(batch: Batch, v: Array) -> GramState:
-    """``G_i = 2 X_i^T diag(v_i) X_i`` and ``b_i = 2 X_i^T diag(v_i) y_i`` (eq. (7))."""
-    Xv = batch.X * v[:, None]
-    return GramState(G=2.0 * (Xv.T @ batch.X), b=2.0 * (Xv.T @ batch.y))
-
-
-def _gram_trace(gs: GramState) -> float:
-    return float(np.trace(gs.G))
-
-
-def _factor(gs: GramState, rho: float) -> Factor:
-    """Factorize ``G_i + rho I`` once per ``(v_i, rho)``; every ADMM iteration reuses it."""
-    A = gs.G + rho * np.eye(gs.G.shape[0])
-    return Factor(cho=cho_factor(A, lower=True, check_finite=False), b=gs.b)
-
-
-def _w_step(fac: Factor, alpha: Array, z: Array, rho: float) -> Array:
-    """Closed-form ``w_i``-update, eq. (7): ``(G_i + rho I)^-1 (b_i - alpha_i + rho z)``."""
-    return cho_solve(fac.cho, fac.b - alpha + rho * z, check_finite=False)
-
-
-def _batch_objective(batch: Batch, v: Array, w: Array, lam: float, sp: SPRegularizer) -> Array:
-    """``[f_i(w_i, v_i; lam), sum_j v_ij]``: the batch term of eq. (4) and its weight mass."""
-    ell = batch_losses(batch, w)
-    return np.array([float(v @ ell + np.sum(sp.penalty(v, lam))), float(v.sum())])
-
-
-def _v_changes(v_old: Array, v_new: Array) -> float:
-    return float(np.abs(v_new - v_old).sum())
-
-
-# =====================================================================================
-# Backends
-# =====================================================================================
-
-
-@dataclass
-class Sharded:
-    """Per-batch values held on Dask workers, one future (a list) per worker."""
-
-    futures: list[Any]
-    index: list[list[int]]
-    workers: list[str]
-
-    def __len__(self) -> int:
-        return sum(len(ix) for ix in self.index)
-
-
-def _as_list(*items: Any) -> list[Any]:
-    return list(items)
-
-
-def _apply_shard(fn: Callable[..., Any], n: int, kwargs: dict[str, Any], *cols: Sequence[Any]) -> list[Any]:
-    """Apply ``fn`` to the ``n`` batches of one shard (runs on the worker)."""
-    return [fn(*(col[j] for col in cols), **kwargs) for j in range(n)]
-
-
-class SerialBackend:
-    """Run the per-batch functions in this process, one batch after the other."""
-
-    name = "serial"
-
-    def scatter(self, items: Sequence[Any]) -> list[Any]:
-        return list(items)
-
-    def map(self, fn: Callable[..., Any], *iterables: Iterable[Any], **kwargs: Any) -> list[Any]:
-        return [fn(*args, **kwargs) for args in zip(*iterables, strict=True)]
-
-    def gather(self, handles: Sequence[Any]) -> list[Any]:
-        return list(handles)
-
-    def wait(self, handles: Sequence[Any]) -> None:
-        pass
-
-    def n_workers(self) -> int:
-        return 1
-
-    def close(self) -> None:
-        pass
-
-    def __enter__(self) -> SerialBackend:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-
-class DaskBackend:
-    """Run the per-batch functions on a ``dask.distributed`` cluster.
-
-    Parameters
-    ----------
-    address : str, optional
-        Scheduler address (``tcp://host:8786``) of an existing cluster.  When given,
-        only the client is closed at the end, never the cluster.
-    n_workers, threads_per_worker, processes : LocalCluster options when ``address`` is None.
-    client : distributed.Client, optional
-        Use this client (not closed by the backend).
-    """
-
-    name = "dask"
-
-    def __init__(
-        self,
-        address: str | None = None,
-        n_workers: int = 2,
-        threads_per_worker: int = 1,
-        processes: bool = True,
-        client: Any = None,
-    ) -> None:
-        from dask.distributed import Client, LocalCluster
-
-        self._own_client = client is None
-        self._cluster = None
-        if client is not None:
-            self.client = client
-        elif address:
-            try:
-                self.client = Client(address, timeout="20s")
-            except OSError as e:
-                raise ConfigError(f"cannot connect to the Dask scheduler at {address!r}: {e}") from e
-        else:
-            self._cluster = LocalCluster(
-                n_workers=int(n_workers),
-                threads_per_worker=int(threads_per_worker),
-                processes=bool(processes),
-                dashboard_address=None,
-            )
-            self.client = Client(self._cluster)
-
-    def _workers(self) -> list[str]:
-        workers = sorted(self.client.scheduler_info()["workers"])
-        if not workers:
-            raise ConfigError("the Dask cluster has no workers")
-        return workers
-
-    def scatter(self, items: Sequence[Any]) -> Sharded:
-        """Send the batches once: batch ``i`` goes to worker ``i mod k`` and stays there.
-
-        The batches of one worker form a *shard*: a list held on that worker, so that each
-        later :meth:`map` is one task per worker, not one per batch.
-        """
-        workers = self._workers()
-        m = len(items)
-        k = min(len(workers), m)
-        index = [list(range(s, m, k)) for s in range(k)]
-        futures = []
-        for ix, w in zip(index, workers, strict=False):
-            parts = self.client.scatter([items[i] for i in ix], workers=[w], hash=False)
-            futures.append(self.client.submit(_as_list, *parts, workers=[w], pure=False))
-        return Sharded(futures=futures, index=index, workers=workers[:k])
-
-    def map(self, fn: Callable[..., Any], *iterables: Any, **kwargs: Any) -> Sharded:
-        """``fn`` on every batch: one task per shard, on the worker that holds the shard."""
-        sh = next((it for it in iterables if isinstance(it, Sharded)), None)
-        if sh is None:
-            raise ValueError("DaskBackend.map needs at least one scattered (sharded) argument")
-        cols_by_arg = []
-        for it in iterables:
-            if isinstance(it, Sharded):
-                if it.index != sh.index:
-                    raise ValueError("DaskBackend.map: arguments sharded differently")
-                cols_by_arg.append(it.futures)
-            else:
-                values = list(it)
-                if len(values) != len(sh):
-                    raise ValueError("DaskBackend.map: iterables of different lengths")
-                cols_by_arg.append([[values[i] for i in ix] for ix in sh.index])
-        futures = [
-            self.client.submit(_apply_shard, fn, len(ix), kwargs, *(col[s] for col in cols_by_arg),
-                               workers=[sh.workers[s]], pure=False)
-            for s, ix in enumerate(sh.index)
-        ]
-        return Sharded(futures=futures, index=sh.index, workers=sh.workers)
-
-    def gather(self, handles: Sharded) -> list[Any]:
-        """The per-batch results, in batch order."""
-        out: list[Any] = [None] * len(handles)
-        for ix, part in zip(handles.index, self.client.gather(handles.futures), strict=True):
-            for i, value in zip(ix, part, strict=True):
-                out[i] = value
-        return out
-
-    def wait(self, handles: Sharded) -> None:
-        from dask.distributed import wait
-
-        wait(handles.futures)
-
-    def n_workers(self) -> int:
-        return len(self.client.scheduler_info()["workers"])
-
-    def close(self) -> None:
-        if self._own_client:
-            self.client.close()
-        if self._cluster is not None:
-            self._cluster.close()
-            self._cluster = None
-
-    def __enter__(self) -> DaskBackend:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-
-def make_backend(backend: str = "dask", cluster: dict[str, Any] | None = None) -> SerialBackend | DaskBackend:
-    """Build the backend named ``backend`` (``serial`` or ``dask``) with ``cluster`` options."""
-    cluster = dict(cluster or {})
-    if backend == "serial":
-        return SerialBackend()
-    if backend == "dask":
-        allowed = {"address", "n_workers", "threads_per_worker", "processes"}
-        unknown = set(cluster) - allowed
-        if unknown:
-            raise ConfigError(f"unknown DSPL cluster option(s) {sorted(unknown)}; valid: {sorted(allowed)}")
-        return DaskBackend(**cluster)
-    raise ConfigError(f"unknown DSPL backend {backend!r}; valid: dask, serial")
-
+__all__ = ["DSPL", "Batch", "BatchHost", "DSPLResult", "DaskBackend", "OuterRecord", "SerialBackend",
+           "WorkerLostError", "dspl_solve", "make_backend", "slurm_cluster", "split_batches"]
 
 # =====================================================================================
 # The algorithm
@@ -324,6 +74,7 @@ class OuterRecord:
     rho: float
     seconds: float
     setup_seconds: float = 0.0
+    admm_seconds: float = 0.0
     v: Array | None = None
 
 
@@ -434,45 +185,40 @@ def dspl_solve(
     rho_val = 1.0 if auto_rho else check_positive("rho", rho)
     w0 = np.broadcast_to(np.asarray(w_init, dtype=float), (p,)).copy()
 
-    handles = backend.scatter([Batch(np.ascontiguousarray(X_i, dtype=float), np.asarray(y_i, dtype=float))
-                               for X_i, y_i in batches])
+    backend.place([Batch(np.ascontiguousarray(X_i, dtype=float), np.asarray(y_i, dtype=float))
+                  for X_i, y_i in batches])  # once: data and state stay on their hosts
     W = np.tile(w0, (m, 1))
     z = w0.copy()
     alpha = np.zeros((m, p))
-    v_h = backend.map(_ones_v, handles)  # Algorithm 1 line 1: v_i^0 = 1
     lam = lam0
     result = DSPLResult(z=z, W=W, alpha=alpha)
     prev_L: float | None = None
 
     for _t in range(int(max_outer)):
         t0 = time.perf_counter()
-        g_h = backend.map(_gram, handles, v_h)
+        traces = np.concatenate(backend.call("gram"))  # G_i, b_i of eq. (7) for the current v_i
         if auto_rho:
-            traces = backend.gather(backend.map(_gram_trace, g_h))
             rho_val = float(np.mean(traces)) / p
             if not rho_val > 0:
                 rho_val = 1.0
-        f_h = backend.map(_factor, g_h, rho=rho_val)
-        backend.wait(f_h)  # (timing only) the per-batch setup of this v is done
+        backend.call("factor", rho=rho_val)
         t_setup = time.perf_counter() - t0
         converged_admm = False
         r2 = s2 = np.inf
         n_admm = 0
         for _k in range(int(max_admm)):
             n_admm += 1
-            W = np.array(backend.gather(backend.map(_w_step, f_h, list(alpha), z=z, rho=rho_val)))  # (7)
+            W = np.array(backend.join(backend.call("w_step", backend.split(alpha), z=z, rho=rho_val), m))  # (7)
             z_old = z
             z = (rho_val * W.sum(axis=0) + alpha.sum(axis=0)) / (2.0 * reg + rho_val * m)  # (8)
             alpha = alpha + rho_val * (W - z)  # dual update
             r2 = float(np.sum((W - z) ** 2))  # (9)
             s2 = float(m * rho_val**2 * np.sum((z - z_old) ** 2))
             if v_in_admm:
-                v_new = backend.map(_v_step, handles, list(W), lam=lam, sp=sp)
-                changed = sum(backend.gather(backend.map(_v_changes, v_h, v_new)))
-                v_h = v_new
+                changed = sum(backend.call("v_step", backend.split(W), lam=lam, sp=sp))  # (11) inside ADMM
                 if changed > 0:
-                    g_h = backend.map(_gram, handles, v_h)
-                    f_h = backend.map(_factor, g_h, rho=rho_val)
+                    backend.call("gram")
+                    backend.call("factor", rho=rho_val)
             if r2 < eps_r and s2 < eps_s:
                 converged_admm = True
                 break
@@ -481,30 +227,31 @@ def dspl_solve(
                 new_rho = rho_val * 2.0 if r > 10.0 * s else rho_val / 2.0 if 10.0 * r < s else rho_val
                 if new_rho != rho_val:
                     rho_val = new_rho
-                    f_h = backend.map(_factor, g_h, rho=rho_val)
-        # augmented Lagrangian (5) at the end of the ADMM solve, with the v and lam it used
-        parts = np.array(backend.gather(backend.map(_batch_objective, handles, v_h, list(W), lam=lam, sp=sp)))
+                    backend.call("factor", rho=rho_val)
+        t_admm = time.perf_counter() - t0 - t_setup
+        # augmented Lagrangian (5) at the end of the ADMM solve, with the v and lam it used, and
+        # the centralised objective (4) at z: [f_i(w_i), sum v_i, f_i(z)] per batch, one pass over X_i
+        parts = np.concatenate(backend.call("objectives", backend.split(W), z=z, lam=lam, sp=sp))
         f_sum, n_sel = float(parts[:, 0].sum()), float(parts[:, 1].sum())
         L = (f_sum + reg * float(z @ z) + float(np.sum(alpha * (W - z))) + 0.5 * rho_val * r2)
-        obj_z = np.array(backend.gather(backend.map(_batch_objective, handles, v_h, [z] * m, lam=lam, sp=sp)))
-        objective = float(obj_z[:, 0].sum()) + reg * float(z @ z)
-        v_store = np.concatenate(backend.gather(v_h)) if store_v else None
+        objective = float(parts[:, 2].sum()) + reg * float(z @ z)
+        v_store = np.concatenate(backend.join(backend.call("get_v"), m)) if store_v else None
         result.history.append(OuterRecord(
             lam=lam, lagrangian=L, objective=objective, z=z.copy(), n_selected=n_sel, admm_iters=n_admm,
             admm_converged=converged_admm, r2=r2, s2=s2, rho=rho_val,
-            seconds=time.perf_counter() - t0, setup_seconds=t_setup, v=v_store,
+            seconds=time.perf_counter() - t0, setup_seconds=t_setup, admm_seconds=t_admm, v=v_store,
         ))
         if prev_L is not None and lam >= tau and abs(L - prev_L) < eps_L:
             result.converged = True
             break
         prev_L = L
-        v_h = backend.map(_v_step, handles, list(W), lam=lam, sp=sp)  # line 13, eq. (11)
+        backend.call("v_step", lam=lam, sp=sp)  # line 13, eq. (11), on the losses at w_i just computed
         lam = min(lam * mu, tau)  # lines 14-17, capped at tau
-        result.history[-1].seconds = time.perf_counter() - t0  # include the v-step (lazy on Dask)
+        result.history[-1].seconds = time.perf_counter() - t0  # include the v-step
 
     result.z, result.W, result.alpha = z, W, alpha
     if gather_v:
-        result.v = backend.gather(v_h)
+        result.v = backend.join(backend.call("get_v"), m)
     return result
 
 
@@ -544,8 +291,10 @@ class DSPL(SPLEstimator):
     backend : {"dask", "serial"}
         Where the per-batch updates run.
     cluster : dict
-        Dask options: ``address`` (join an existing scheduler), or ``n_workers``,
-        ``threads_per_worker``, ``processes`` for a LocalCluster started and closed by ``fit``.
+        Dask options: ``address`` (join an existing scheduler); ``slurm`` (dask-jobqueue
+        ``SLURMCluster`` options and ``jobs``, waiting for ``n_workers`` workers); else
+        ``n_workers``, ``threads_per_worker``, ``processes`` for a LocalCluster.  A cluster the
+        fit starts is closed when it ends.  A worker lost mid-fit raises ``WorkerLostError``.
     """
 
     def __init__(

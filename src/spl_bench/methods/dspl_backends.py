@@ -1,0 +1,394 @@
+"""Where DSPL's per-batch work runs: batch hosts that keep their data and state in place.
+
+A :class:`BatchHost` holds some of the batches ``(X_i, y_i)`` together with everything
+DSPL derives from them: the weights ``v_i``, ``G_i = 2 X_i^T V_i X_i``, ``b_i = 2 X_i^T V_i y_i``
+and the Cholesky factor of ``G_i + rho I`` (eq. (7)).  All of it stays where it was built,
+across ADMM iterations and across outer iterations; a host is asked to do one thing for all
+of its batches at a time (one message per host, not per batch) and answers with ``O(p)``
+numbers per batch.
+
+* :class:`SerialBackend` keeps one host in this process.
+* :class:`DaskBackend` keeps one host per Dask worker as a *Dask actor*: the client calls
+  the actor's methods directly on its worker, without a scheduler round trip per call.
+  The cluster is a LocalCluster, an existing scheduler (``address``) or a SLURM job array
+  (``slurm``, through dask-jobqueue).
+
+Both backends call the same host methods with the same arguments in the same order, so
+they give the same numbers.  A Dask host whose worker dies takes its batches' state with
+it: the call raises :class:`WorkerLostError` (one line) instead of waiting or going on
+without those batches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.linalg import cho_factor, cho_solve
+
+from spl_bench.errors import ConfigError, SplBenchError
+from spl_bench.methods.base import Array
+from spl_bench.sp import SPRegularizer
+
+
+class WorkerLostError(SplBenchError, RuntimeError):
+    """A Dask worker holding DSPL batches died (or became unreachable) during a run."""
+
+
+@dataclass
+class Batch:
+    """One mini-batch ``(X_i, y_i)``; lives on a host."""
+
+    X: Array
+    y: Array
+
+
+def blas_threads() -> int:
+    """The number of threads of the BLAS this process multiplies with (threadpoolctl)."""
+    from threadpoolctl import threadpool_info
+
+    return max((int(i["num_threads"]) for i in threadpool_info() if i.get("user_api") == "blas"), default=1)
+
+
+class BatchHost:
+    """Some batches of DSPL and their state, kept in one process for the whole run.
+
+    Parameters
+    ----------
+    index : list of int
+        The global numbers of the batches held here (the order of the rows of every
+        block this host receives or returns).
+    *batches : Batch
+        The batches themselves.
+    """
+
+    def __init__(self, index: Sequence[int], *batches: Batch) -> None:
+        self.index = [int(i) for i in index]
+        self.batches = list(batches)
+        self.v = [np.ones(b.y.shape[0]) for b in self.batches]  # Algorithm 1 line 1: v_i^0 = 1
+        self.G: list[Array] = []
+        self.b: list[Array] = []
+        self.cho: list[tuple[Array, bool]] = []
+        self._ell: list[Array] = []
+
+    def gram(self) -> list[float]:
+        """``G_i = 2 X_i^T V_i X_i`` and ``b_i = 2 X_i^T V_i y_i`` of eq. (7); returns ``tr(G_i)``."""
+        self.G, self.b = [], []
+        for batch, v in zip(self.batches, self.v, strict=True):
+            Xv = batch.X * v[:, None]
+            self.G.append(2.0 * (Xv.T @ batch.X))
+            self.b.append(2.0 * (Xv.T @ batch.y))
+        return [float(np.trace(G)) for G in self.G]
+
+    def factor(self, rho: float) -> None:
+        """Cholesky of ``G_i + rho I`` once per ``(v_i, rho)``; every ADMM iteration reuses it."""
+        self.cho = [cho_factor(G + rho * np.eye(G.shape[0]), lower=True, check_finite=False) for G in self.G]
+
+    def w_step(self, alpha: Array, z: Array, rho: float) -> Array:
+        """Eq. (7) for every batch here: ``w_i = (G_i + rho I)^-1 (b_i - alpha_i + rho z)``.
+
+        ``alpha`` has one row per batch of :attr:`index`; so has the returned ``W``.
+        """
+        return np.array([cho_solve(c, b - a + rho * z, check_finite=False)
+                         for c, b, a in zip(self.cho, self.b, alpha, strict=True)])
+
+    def objectives(self, W: Array, z: Array, lam: float, sp: SPRegularizer) -> Array:
+        """Per batch ``[f_i(w_i, v_i; lam), sum_j v_ij, f_i(z, v_i; lam)]``, the batch terms of (4)-(5).
+
+        ``f_i(w, v; lam) = sum_j v_j (y_j - w^T x_j)^2 + sum_j f_SP(v_j, lam)``.  One pass over
+        ``X_i`` gives the losses at ``w_i`` and at ``z``; those at ``w_i`` are kept for
+        :meth:`v_step`.
+        """
+        out = np.empty((len(self.batches), 3))
+        self._ell = []
+        for j, (batch, v) in enumerate(zip(self.batches, self.v, strict=True)):
+            R = batch.y[:, None] - batch.X @ np.column_stack([W[j], z])
+            ell = R * R
+            pen = float(np.sum(sp.penalty(v, lam)))
+            out[j] = (float(v @ ell[:, 0]) + pen, float(v.sum()), float(v @ ell[:, 1]) + pen)
+            self._ell.append(np.ascontiguousarray(ell[:, 0]))
+        return out
+
+    def v_step(self, W: Array | None = None, *, lam: float, sp: SPRegularizer) -> float:
+        """``v_i = v*(ell(w_i), lam)``, eq. (11) (``1[ell < lam]`` for the hard regularizer).
+
+        Without ``W`` the losses kept by the last :meth:`objectives` are used.  Returns the
+        number of weights that changed, ``sum_ij |v_ij^new - v_ij^old|``.
+        """
+        if W is None:
+            ell = self._ell
+        else:
+            ell = [(b.y - b.X @ w) ** 2 for b, w in zip(self.batches, W, strict=True)]
+        new = [sp.v_star(e, lam) for e in ell]
+        changed = float(sum(np.abs(a - b).sum() for a, b in zip(new, self.v, strict=True)))
+        self.v = new
+        return changed
+
+    def get_v(self) -> list[Array]:
+        """The current ``v_i`` of every batch here."""
+        return list(self.v)
+
+    def blas_threads(self) -> int:
+        """BLAS threads of the process the host lives in."""
+        return blas_threads()
+
+
+# =====================================================================================
+# Backends
+# =====================================================================================
+
+
+class _HostBackend:
+    """Batches placed on hosts; :meth:`call` runs one host method on every host."""
+
+    name = "base"
+
+    def __init__(self) -> None:
+        self.hosts: list[Any] = []
+        self.index: list[list[int]] = []
+
+    def place(self, batches: Sequence[Batch]) -> list[list[int]]:
+        """Send the batches to their hosts once (dropping any earlier placement).
+
+        Returns the batch numbers held by each host; batch ``i`` goes to host ``i mod k``.
+        """
+        self.release()
+        k = min(self.n_workers(), len(batches))
+        self.index = [list(range(s, len(batches), k)) for s in range(k)]
+        self.hosts = self._make_hosts([[batches[i] for i in ix] for ix in self.index])
+        return self.index
+
+    def call(self, method: str, *per_host: Sequence[Any], **kwargs: Any) -> list[Any]:
+        """``host.method(arg[h] for arg in per_host, **kwargs)`` on every host ``h``, all at once."""
+        pending = [self._start(h, method, tuple(a[j] for a in per_host), kwargs) for j, h in enumerate(self.hosts)]
+        return [self._finish(j, x) for j, x in enumerate(pending)]
+
+    def split(self, A: Array) -> list[Array]:
+        """The rows of ``A`` (one per batch) that each host needs, in the host's order."""
+        return [A[ix] for ix in self.index]
+
+    def join(self, blocks: Sequence[Any], m: int) -> list[Any]:
+        """Per-host lists back into one list in batch order."""
+        out: list[Any] = [None] * m
+        for ix, block in zip(self.index, blocks, strict=True):
+            for i, value in zip(ix, block, strict=True):
+                out[i] = value
+        return out
+
+    def release(self) -> None:
+        self.hosts, self.index = [], []
+
+    def n_workers(self) -> int:
+        return 1
+
+    def close(self) -> None:
+        self.release()
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # the two halves of a call: start it on host h, then wait for its result
+    def _make_hosts(self, parts: list[list[Batch]]) -> list[Any]:
+        raise NotImplementedError
+
+    def _start(self, host: Any, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def _finish(self, j: int, pending: Any) -> Any:
+        raise NotImplementedError
+
+
+class SerialBackend(_HostBackend):
+    """All batches on one :class:`BatchHost` in this process."""
+
+    name = "serial"
+
+    def _make_hosts(self, parts: list[list[Batch]]) -> list[Any]:
+        return [BatchHost(self.index[0], *parts[0])]
+
+    def _start(self, host: Any, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        return getattr(host, method)(*args, **kwargs)
+
+    def _finish(self, j: int, pending: Any) -> Any:
+        return pending
+
+
+class DaskBackend(_HostBackend):
+    """One :class:`BatchHost` per Dask worker, as a Dask actor.
+
+    Parameters
+    ----------
+    address : str, optional
+        Scheduler address (``tcp://host:8786``) of an existing cluster.  Only the client
+        is closed at the end, never the cluster.
+    n_workers, threads_per_worker, processes :
+        LocalCluster options when neither ``address`` nor ``slurm`` is given.
+    slurm : dict, optional
+        Options of dask-jobqueue's ``SLURMCluster`` plus ``jobs`` (how many jobs to
+        submit); see :func:`slurm_cluster`.  The backend waits for ``n_workers`` workers.
+    client : distributed.Client, optional
+        Use this client (not closed by the backend).
+    poll : float
+        Seconds between checks that the workers of unfinished calls are still alive.
+    wait_timeout : float
+        Seconds to wait for ``n_workers`` workers of a SLURM cluster.
+    """
+
+    name = "dask"
+
+    def __init__(
+        self,
+        address: str | None = None,
+        n_workers: int = 2,
+        threads_per_worker: int = 1,
+        processes: bool = True,
+        slurm: dict[str, Any] | None = None,
+        client: Any = None,
+        poll: float = 0.5,
+        wait_timeout: float = 600.0,
+    ) -> None:
+        super().__init__()
+        from dask.distributed import Client, LocalCluster
+
+        self.poll = float(poll)
+        self._own_client = client is None
+        self._cluster: Any = None
+        self._actors: list[Any] = []
+        self._workers: list[str] = []
+        if client is not None:
+            self.client = client
+        elif address:
+            try:
+                self.client = Client(address, timeout="20s")
+            except OSError as e:
+                raise ConfigError(f"cannot connect to the Dask scheduler at {address!r}: {e}") from e
+        elif slurm is not None:
+            self._cluster = slurm_cluster(slurm)
+            self.client = Client(self._cluster)
+            self.client.wait_for_workers(int(n_workers), timeout=wait_timeout)
+        else:
+            self._cluster = LocalCluster(n_workers=int(n_workers), threads_per_worker=int(threads_per_worker),
+                                         processes=bool(processes), dashboard_address=None)
+            self.client = Client(self._cluster)
+
+    def worker_addresses(self) -> list[str]:
+        """The workers the scheduler knows now, sorted."""
+        workers = sorted(self.client.scheduler_info(n_workers=-1)["workers"])
+        if not workers:
+            raise ConfigError("the Dask cluster has no workers")
+        return workers
+
+    def n_workers(self) -> int:
+        return len(self.worker_addresses())
+
+    def _make_hosts(self, parts: list[list[Batch]]) -> list[Any]:
+        self._workers = self.worker_addresses()[: len(parts)]
+        hosts = []
+        for ix, part, w in zip(self.index, parts, self._workers, strict=True):
+            # scatter straight to the worker, then build the actor there from those futures:
+            # the actor holds the very arrays the worker received (no second copy)
+            try:
+                data = self.client.scatter(part, workers=[w], hash=False)
+            except OSError as e:
+                raise self._lost(len(hosts), f"{type(e).__name__} while sending its batches") from None
+            fut = self.client.submit(BatchHost, ix, *data, actor=True, workers=[w], pure=False)
+            self._actors.append(fut)
+            hosts.append(self._wait(len(hosts), fut))
+            del data
+        return hosts
+
+    def _start(self, host: Any, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        return getattr(host, method)(*args, **kwargs)
+
+    def _finish(self, j: int, pending: Any) -> Any:
+        return self._wait(j, pending)
+
+    def _wait(self, j: int, fut: Any) -> Any:
+        """The result of host ``j``'s call; :class:`WorkerLostError` as soon as its worker is gone.
+
+        A call to an actor on a dead worker can wait forever (distributed waits for the actor
+        task to be rerun, which its worker restriction forbids), so the wait is cut into
+        ``poll``-second slices and the actor's task is checked between them.
+        """
+        while True:
+            try:
+                return fut.result(timeout=self.poll)
+            except TimeoutError:
+                if not self._host_alive(j):
+                    raise self._lost(j, "it left the cluster") from None
+            except OSError as e:  # the client lost its connection to the actor's worker
+                if self._host_alive(j):
+                    raise
+                raise self._lost(j, f"{type(e).__name__}: {e}") from None
+
+    def _host_alive(self, j: int) -> bool:
+        """Host ``j``'s worker is still in the cluster and its actor still exists there."""
+        if self._workers[j] not in self.client.scheduler_info(n_workers=-1)["workers"]:
+            return False
+        # a built actor's task is "finished"; after its worker's death it goes back to "pending"
+        status = self._actors[j].status
+        return status == "finished" or (status == "pending" and j >= len(self.hosts))  # built, or being built
+
+    def _lost(self, j: int, why: str) -> WorkerLostError:
+        batches = self.index[j] if j < len(self.index) else []
+        return WorkerLostError(
+            f"DSPL: the Dask worker {self._workers[j] if j < len(self._workers) else '?'} holding batches "
+            f"{batches} was lost ({why}); their v, Gram matrices and factors went with it, rerun the fit")
+
+    def release(self) -> None:
+        self._actors, self._workers = [], []
+        super().release()
+
+    def close(self) -> None:
+        self.release()
+        if self._own_client:
+            self.client.close()
+        if self._cluster is not None:
+            self._cluster.close()
+            self._cluster = None
+
+
+def slurm_cluster(options: dict[str, Any]) -> Any:
+    """A dask-jobqueue ``SLURMCluster`` from config options; ``jobs`` of them are submitted.
+
+    Every key but ``jobs`` is passed to ``SLURMCluster`` (``queue``, ``account``, ``cores``,
+    ``processes``, ``memory``, ``walltime``, ``job_extra_directives``, ``interface``, ...).
+    With ``jobs: 0`` nothing is submitted (the job script can be inspected with
+    ``cluster.job_script()``).
+    """
+    try:
+        from dask_jobqueue import SLURMCluster
+    except ImportError as e:  # pragma: no cover - a dependency of the package
+        raise ConfigError(f"cluster.slurm needs dask-jobqueue: {e}") from e
+    opts = {k: v for k, v in dict(options).items() if v is not None}
+    jobs = int(opts.pop("jobs", 1))
+    opts.setdefault("scheduler_options", {"dashboard_address": None})
+    try:
+        cluster = SLURMCluster(**opts)
+    except (TypeError, ValueError) as e:  # an option SLURMCluster does not know
+        raise ConfigError(f"bad cluster.slurm option: {' '.join(str(e).split())}") from e
+    if jobs > 0:
+        cluster.scale(jobs=jobs)
+    return cluster
+
+
+CLUSTER_KEYS = ("address", "n_workers", "threads_per_worker", "processes", "slurm", "poll", "wait_timeout")
+
+
+def make_backend(backend: str = "dask", cluster: dict[str, Any] | None = None) -> SerialBackend | DaskBackend:
+    """Build the backend named ``backend`` (``serial`` or ``dask``) with ``cluster`` options."""
+    cluster = dict(cluster or {})
+    if backend == "serial":
+        return SerialBackend()
+    if backend == "dask":
+        unknown = set(cluster) - set(CLUSTER_KEYS)
+        if unknown:
+            raise ConfigError(f"unknown DSPL cluster option(s) {sorted(unknown)}; valid: {sorted(CLUSTER_KEYS)}")
+        return DaskBackend(**cluster)
+    raise ConfigError(f"unknown DSPL backend {backend!r}; valid: dask, serial")
+
