@@ -12,7 +12,7 @@ LOCK   := requirements.lock
 UV_COMPILE = $(BIN)/uv pip compile pyproject.toml --extra dev --universal --fork-strategy fewest \
 	--python-version 3.11 --generate-hashes --custom-compile-command "make lock"
 
-.PHONY: install dev run test test-latest lock test-slow test-drift-slow lint reproduce-tables reproduce-plan bench bench-full clean
+.PHONY: install dev run test test-latest lock test-slow test-drift-slow lint reproduce-tables reproduce-plan bench bench-full bench-dspl clean
 
 # the locked versions first (pip refuses any package whose hash is not in the lock), then the
 # package itself without resolving again
@@ -83,7 +83,10 @@ bench-full: install          ## the full-size benchmarks (hours on 2 cores)
 	$(BIN)/python scripts/bench_gaga.py --no-acs --cases svm_t2_pendigits svm_t2_mfeat_pixel svm_t2_hiva_agnostic \
 		--reference-method PC --stem gaga_svm_rows
 	$(BIN)/python scripts/bench_outlier_path.py
-	$(BIN)/python scripts/bench_dspl.py --n 1000000 --p 50
+	$(BIN)/python scripts/bench_dspl.py --suite
+
+bench-dspl: install          ## DSPL scaling (issue 42): n=10^6 and 10^7 (p=50), weak scaling; one process, ~8 GB
+	$(BIN)/python scripts/bench_dspl.py --suite
 
 clean:
 	rm -rf runs .pytest_cache .ruff_cache .venv-latest

@@ -1,124 +1,197 @@
-"""DSPL scaling benchmark: time per outer iteration against batches and Dask workers.
+"""DSPL scaling benchmark: time per outer and per ADMM iteration, serial against Dask workers.
 
-    .venv/bin/python scripts/bench_dspl.py                        # n = 200k, p = 50 (a few minutes)
-    .venv/bin/python scripts/bench_dspl.py --n 1000000 --p 50     # the 10^6-row case (~400 MB)
+    .venv/bin/python scripts/bench_dspl.py                          # n = 200k, p = 50 (a minute)
+    .venv/bin/python scripts/bench_dspl.py --n 1000000 --p 50       # the 10^6-row case (~400 MB)
+    .venv/bin/python scripts/bench_dspl.py --suite                  # make bench-dspl: 10^6, 10^7, weak scaling
     .venv/bin/python scripts/bench_dspl.py --address tcp://host:8786   # an existing cluster
 
-For every (workers, batches) pair the synthetic data (DSPL section 5.1, 30 % corruption)
-are scattered once to a LocalCluster (processes, 1 thread each, BLAS single-threaded),
-then DSPL runs ``--outer`` outer iterations.  Reported per outer iteration: total
-seconds, seconds in the per-batch setup (v-step of the previous age, Gram, factor: they scale
-with n/m and run in parallel), and seconds per ADMM iteration (one scheduler round trip
-plus O(p^2) work per batch).  The serial backend is timed
-as the reference.  Writes ``results/bench/dspl_scaling.{csv,md,png}``, each through
-``<name>.tmp`` and a rename once all three are complete (an interrupted run leaves the
-committed files as they were).
+Synthetic data of DSPL section 5.1 (30 % corruption), ``--outer`` outer iterations per run,
+``--repeats`` runs per setting; every number reported is the median over all timed outer
+iterations (the spread is in the CSV).  Per outer iteration: ``setup`` (Gram matrices and
+factors of the new ``v``, on the hosts), ``admm`` (the ADMM iterations: one message to every
+host and back per iteration, ``s_per_admm_iter``), ``tail`` (objectives at ``w_i`` and ``z``
+and the v-step of eq. (11), on the hosts).  ``place_s`` is the one-off sending of the batches.
+
+The serial backend runs in this process with its BLAS limited to each of ``--serial-threads``
+(threadpoolctl); every Dask worker is one process with one thread, and the BLAS threads it
+reports are in the ``blas_threads`` column.  On a machine with fewer cores than
+``workers x threads`` the comparison measures contention, not scaling.
+
+Writes ``results/bench/<stem>.{csv,md,png}``, each through ``<name>.tmp`` and a rename once
+all three are complete (an interrupted run leaves the committed files as they were).
 """
 
 from __future__ import annotations
 
+import argparse
+import gc
 import os
+import platform
+import time
+from pathlib import Path
+from typing import Any
 
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+import numpy as np
+import pandas as pd
+from threadpoolctl import threadpool_limits
 
-import argparse  # noqa: E402
-import platform  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+from spl_bench.data.synthetic import make_dspl_regression
+from spl_bench.methods.dspl import DaskBackend, SerialBackend, dspl_solve
+from spl_bench.methods.dspl_backends import blas_threads
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from spl_bench.data.synthetic import make_dspl_regression  # noqa: E402
-from spl_bench.methods.dspl import DaskBackend, SerialBackend, dspl_solve  # noqa: E402
-
-
-def run_once(backend, batches, outer: int) -> dict[str, float]:
-    t0 = time.perf_counter()
-    res = dspl_solve(batches, backend, lam0=0.1, tau=1.0, mu=1.1, max_outer=outer, gather_v=False)
-    total = time.perf_counter() - t0
-    secs = np.array([h.seconds for h in res.history])
-    setup = np.array([h.setup_seconds for h in res.history])
-    iters = np.array([h.admm_iters for h in res.history])
-    return {"total_s": total, "outer_iters": len(secs), "s_per_outer": float(secs.mean()),
-            "setup_s_per_outer": float(setup.mean()), "admm_iters_mean": float(iters.mean()),
-            "s_per_admm_iter": float((secs.sum() - setup.sum()) / iters.sum())}
+COLS = ["backend", "workers", "blas_threads", "n", "batches", "s_per_outer", "setup_s", "admm_s", "tail_s",
+        "admm_iters", "s_per_admm_iter", "place_s", "samples"]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--n", type=int, default=200_000, help="rows (up to 10^6 and more)")
-    ap.add_argument("--p", type=int, default=50)
-    ap.add_argument("--batches", default="2,4,8,16")
-    ap.add_argument("--workers", default="1,2")
-    ap.add_argument("--outer", type=int, default=3, help="outer iterations timed per setting")
-    ap.add_argument("--address", default=None, help="existing Dask scheduler (workers list ignored)")
-    ap.add_argument("--out", default="results/bench")
-    args = ap.parse_args()
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    batch_list = [int(b) for b in args.batches.split(",")]
-    worker_list = [0] if args.address else [int(w) for w in args.workers.split(",")]
+def timed_runs(backend: Any, batches: list, outer: int, repeats: int) -> dict[str, float]:
+    """Medians over the outer iterations of ``repeats`` runs of ``outer`` outer iterations each."""
+    recs, place = [], []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        res = dspl_solve(batches, backend, lam0=0.1, tau=1.0, mu=1.1, max_outer=outer, gather_v=False)
+        total = time.perf_counter() - t0
+        place.append(total - sum(h.seconds for h in res.history))
+        recs += res.history
+    secs = np.array([h.seconds for h in recs])
+    setup = np.array([h.setup_seconds for h in recs])
+    admm = np.array([h.admm_seconds for h in recs])
+    iters = np.array([h.admm_iters for h in recs])
+    return {"s_per_outer": float(np.median(secs)), "setup_s": float(np.median(setup)),
+            "admm_s": float(np.median(admm)), "tail_s": float(np.median(secs - setup - admm)),
+            "admm_iters": float(np.median(iters)), "s_per_admm_iter": float(np.median(admm / iters)),
+            "place_s": float(np.median(place)), "samples": len(recs),
+            "s_per_outer_min": float(secs.min()), "s_per_outer_max": float(secs.max()),
+            "s_per_admm_iter_min": float((admm / iters).min()), "s_per_admm_iter_max": float((admm / iters).max())}
 
-    d = make_dspl_regression(args.n, args.p, 0.3, n_batches=1, rng=0)
-    print(f"data: n={args.n} p={args.p} ({d.X.nbytes / 1e6:.0f} MB)", flush=True)
+
+def split(d: Any, m: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    bounds = np.linspace(0, d.X.shape[0], m + 1).astype(int)
+    return [(d.X[a:b], d.y[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def dask_backend(nw: int, address: str | None) -> DaskBackend:
+    if address:
+        return DaskBackend(address=address)
+    return DaskBackend(n_workers=nw, threads_per_worker=1, processes=True)
+
+
+def strong(n: int, p: int, batch_list: list[int], workers: list[int], serial_threads: list[int], outer: int,
+           repeats: int, address: str | None) -> pd.DataFrame:
+    """Fixed ``n``: serial (each BLAS thread count) and Dask (each worker count), every batch count."""
+    d = make_dspl_regression(n, p, 0.3, n_batches=1, rng=0)
+    print(f"data: n={n} p={p} ({d.X.nbytes / 1e6:.0f} MB)", flush=True)
     rows = []
     for m in batch_list:
-        bounds = np.linspace(0, args.n, m + 1).astype(int)
-        batches = [(d.X[a:b], d.y[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
-        r = run_once(SerialBackend(), batches, args.outer)
-        rows.append({"backend": "serial", "workers": 1, "batches": m, "scatter_s": 0.0, **r})
-        print(rows[-1], flush=True)
-    for nw in worker_list:
-        t0 = time.perf_counter()
-        be = (DaskBackend(address=args.address) if args.address
-              else DaskBackend(n_workers=nw, threads_per_worker=1, processes=True))
-        start = time.perf_counter() - t0
-        try:
+        for k in serial_threads:
+            with threadpool_limits(limits=k, user_api="blas"):
+                r = timed_runs(SerialBackend(), split(d, m), outer, repeats)
+                rows.append({"backend": "serial", "workers": 1, "blas_threads": blas_threads(), "n": n,
+                             "batches": m, **r})
+            print(rows[-1], flush=True)
+    for nw in workers:
+        with dask_backend(nw, address) as be:
+            threads = sorted(set(be.client.run(blas_threads).values()))
             for m in batch_list:
-                bounds = np.linspace(0, args.n, m + 1).astype(int)
-                batches = [(d.X[a:b], d.y[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
-                t0 = time.perf_counter()
-                r = run_once(be, batches, args.outer)  # includes the one-off scatter
-                rows.append({"backend": "dask", "workers": be.n_workers(), "batches": m,
-                             "scatter_s": r["total_s"] - r["s_per_outer"] * r["outer_iters"],
-                             "cluster_start_s": start, **r})
+                r = timed_runs(be, split(d, m), outer, repeats)
+                rows.append({"backend": "dask", "workers": be.n_workers(), "blas_threads": max(threads), "n": n,
+                             "batches": m, **r})
                 print(rows[-1], flush=True)
-        finally:
-            be.close()
-    df = pd.DataFrame(rows)
-    df.insert(0, "p", args.p)
-    df.insert(0, "n", args.n)
-    tag = f"dspl_scaling_n{args.n}_p{args.p}"
-    df.to_csv(out / f"{tag}.csv.tmp", index=False)
-    with open(out / f"{tag}.md.tmp", "w") as f:
-        f.write(f"DSPL scaling: n={args.n}, p={args.p}, {args.outer} outer iterations, "
-                f"{os.cpu_count()} cores ({platform.processor() or platform.machine()}), shared machine\n\n")
-        cols = ["backend", "workers", "batches", "s_per_outer", "setup_s_per_outer", "admm_iters_mean",
-                "s_per_admm_iter", "scatter_s"]
-        f.write("| " + " | ".join(cols) + " |\n|" + "---|" * len(cols) + "\n")
-        for _, r in df[cols].iterrows():
-            f.write("| " + " | ".join(f"{x:.4g}" if isinstance(x, float) else str(x) for x in r) + " |\n")
+        gc.collect()
+    return pd.DataFrame(rows)
+
+
+def weak(n_per_worker: int, p: int, batches_per_worker: int, workers: list[int], outer: int,
+         repeats: int) -> pd.DataFrame:
+    """Fixed ``n`` per worker: ``k`` workers get ``k n_per_worker`` rows in ``k batches_per_worker`` batches."""
+    rows = []
+    for nw in workers:
+        d = make_dspl_regression(n_per_worker * nw, p, 0.3, n_batches=1, rng=0)
+        with dask_backend(nw, None) as be:
+            threads = sorted(set(be.client.run(blas_threads).values()))
+            r = timed_runs(be, split(d, batches_per_worker * nw), outer, repeats)
+            rows.append({"backend": "dask", "workers": nw, "blas_threads": max(threads), "n": d.X.shape[0],
+                         "batches": batches_per_worker * nw, **r})
+            print(rows[-1], flush=True)
+        del d
+        gc.collect()
+    return pd.DataFrame(rows)
+
+
+def write(df: pd.DataFrame, out: Path, stem: str, title: str, x: str) -> None:
+    """``<stem>.csv``, ``.md`` (the medians) and ``.png`` (seconds per outer iteration against ``x``)."""
+    df.to_csv(out / f"{stem}.csv.tmp", index=False)
+    with open(out / f"{stem}.md.tmp", "w") as f:
+        f.write(f"{title}; {os.cpu_count()} cores ({platform.processor() or platform.machine()}), "
+                f"medians over `samples` outer iterations; load average at the end "
+                f"{os.getloadavg()[0]:.2f} (a shared machine: other users' processes are not paused)\n\n")
+        f.write("| " + " | ".join(COLS) + " |\n|" + "---|" * len(COLS) + "\n")
+        for _, r in df[COLS].iterrows():
+            f.write("| " + " | ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in r) + " |\n")
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(5, 3.4))
-    for (be_name, nw), g in df.groupby(["backend", "workers"]):
-        ax.plot(g.batches, g.s_per_outer, marker="o", label=f"{be_name}, {nw} worker(s)")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("batches m")
+    for (be_name, nw, th), g in df.groupby(["backend", "workers", "blas_threads"]):
+        label = f"{be_name}, {nw} worker(s), {th} BLAS thread(s)" if x != "workers" else be_name
+        ax.plot(g[x], g.s_per_outer, marker="o", label=label)
+    if x == "batches":
+        ax.set_xscale("log", base=2)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel({"batches": "batches m", "workers": "workers (n per worker fixed)"}[x])
     ax.set_ylabel("seconds per outer iteration")
-    ax.set_title(f"DSPL, n={args.n}, p={args.p}")
-    ax.legend(fontsize=8)
+    ax.set_title(title, fontsize=8)
+    ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(out / f"{tag}.png.tmp", dpi=120, format="png")
+    fig.savefig(out / f"{stem}.png.tmp", dpi=120, format="png")
     plt.close(fig)
     for ext in ("csv", "md", "png"):  # all complete: only now replace the committed files
-        os.replace(out / f"{tag}.{ext}.tmp", out / f"{tag}.{ext}")
-    print(df.to_string(index=False, float_format="%.4g"))
+        os.replace(out / f"{stem}.{ext}.tmp", out / f"{stem}.{ext}")
+    print(df[COLS].to_string(index=False, float_format="%.4g"), flush=True)
+
+
+def ints(text: str) -> list[int]:
+    return [int(v) for v in text.split(",")]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=200_000, help="rows")
+    ap.add_argument("--p", type=int, default=50)
+    ap.add_argument("--batches", default="2,4,8,16")
+    ap.add_argument("--workers", default="1,2")
+    ap.add_argument("--serial-threads", default="1,2", help="BLAS threads of the serial runs")
+    ap.add_argument("--outer", type=int, default=3, help="outer iterations per run")
+    ap.add_argument("--repeats", type=int, default=3, help="runs per setting")
+    ap.add_argument("--address", default=None, help="existing Dask scheduler (workers list ignored)")
+    ap.add_argument("--weak", type=int, default=0, metavar="N_PER_WORKER",
+                    help="weak scaling instead: this many rows per worker, --batches per worker (first value)")
+    ap.add_argument("--suite", action="store_true",
+                    help="the issue-42 suite: n=10^6 and n=10^7 (p=50), weak scaling at 2.5*10^6 rows per worker")
+    ap.add_argument("--out", default="results/bench")
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    threads = ints(args.serial_threads)
+    workers = [0] if args.address else ints(args.workers)
+    if args.suite:
+        cases = [("strong", 1_000_000, [2, 4, 8, 16], args.outer, args.repeats),
+                 ("strong", 10_000_000, [8], max(args.outer, 5), 1), ("weak", 2_500_000, [4], 3, 2)]
+    elif args.weak:
+        cases = [("weak", args.weak, ints(args.batches)[:1], args.outer, args.repeats)]
+    else:
+        cases = [("strong", args.n, ints(args.batches), args.outer, args.repeats)]
+    for kind, n, batch_list, outer, repeats in cases:
+        if kind == "strong":
+            df = strong(n, args.p, batch_list, workers, threads, outer, repeats, args.address)
+            write(df, out, f"dspl_scaling_n{n}_p{args.p}", f"DSPL strong scaling, n={n}, p={args.p}", "batches")
+        else:
+            df = weak(n, args.p, batch_list[0], ints(args.workers), outer, repeats)
+            write(df, out, f"dspl_weak_n{n}_per_worker_p{args.p}",
+                  f"DSPL weak scaling, {n} rows and {batch_list[0]} batches per worker, p={args.p}", "workers")
+        del df
+        gc.collect()
 
 
 if __name__ == "__main__":

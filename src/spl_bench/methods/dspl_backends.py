@@ -73,13 +73,28 @@ class BatchHost:
         self.cho: list[tuple[Array, bool]] = []
         self._ell: list[Array] = []
 
-    def gram(self) -> list[float]:
-        """``G_i = 2 X_i^T V_i X_i`` and ``b_i = 2 X_i^T V_i y_i`` of eq. (7); returns ``tr(G_i)``."""
+    def gram(self, chunk: int = 4096) -> list[float]:
+        """``G_i = 2 X_i^T V_i X_i`` and ``b_i = 2 X_i^T V_i y_i`` of eq. (7); returns ``tr(G_i)``.
+
+        Accumulated over blocks ``c`` of ``chunk`` rows as ``G_i = 2 sum_c A_c^T A_c``,
+        ``b_i = 2 sum_c A_c^T (sqrt(v_c) y_c)`` with ``A_c = diag(sqrt(v_c)) X_c``: ``A^T A`` of one
+        array is a symmetric rank-k update (half the products of a general ``X^T (V X)``), and
+        a block of ``A`` stays in cache instead of an ``n_i x p`` copy of ``X_i``.  The block
+        buffer is allocated once: Dask's nanny sets ``MALLOC_TRIM_THRESHOLD_``, which turns
+        off glibc's adaptive mmap threshold, so a fresh block per step would be a fresh mmap.
+        """
         self.G, self.b = [], []
+        p = self.batches[0].X.shape[1]
+        buf = np.empty((chunk, p))
         for batch, v in zip(self.batches, self.v, strict=True):
-            Xv = batch.X * v[:, None]
-            self.G.append(2.0 * (Xv.T @ batch.X))
-            self.b.append(2.0 * (Xv.T @ batch.y))
+            G, b = np.zeros((p, p)), np.zeros(p)
+            for a in range(0, batch.y.shape[0], chunk):
+                s = np.sqrt(v[a:a + chunk])
+                A = np.multiply(batch.X[a:a + chunk], s[:, None], out=buf[: s.shape[0]])
+                G += A.T @ A
+                b += A.T @ (s * batch.y[a:a + chunk])
+            self.G.append(2.0 * G)
+            self.b.append(2.0 * b)
         return [float(np.trace(G)) for G in self.G]
 
     def factor(self, rho: float) -> None:
