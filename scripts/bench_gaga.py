@@ -56,7 +56,7 @@ from sklearn.model_selection import train_test_split
 from threadpoolctl import threadpool_limits
 
 from spl_bench.gaga import age_path
-from spl_bench.gaga.engine import ODE_METHODS, EngineOptions
+from spl_bench.gaga.core.tracker import ODE_METHODS, EngineOptions
 from spl_bench.gaga.systems import make_system
 from spl_bench.methods.acs import acs_solve, lambda_grid
 from spl_bench.models import get_model

@@ -177,7 +177,7 @@ def test_logistic_inner_solvers_reach_the_same_partial_optima(cancer_small, sp, 
     """Many features (here: the threshold lowered to the 30 of breast cancer): the exact solver's
     Newton fits with conjugate-gradient solves against scikit-learn's Newton-Cholesky, the same v and
     fits at every age, each a partial optimum."""
-    from spl_bench.gaga.glm_system import GLMDesign
+    from spl_bench.gaga.glm.glm_system import GLMDesign
 
     monkeypatch.setattr(GLMDesign, "refine_min_dim", 1)
     X, y = cancer_small

@@ -15,7 +15,8 @@ from sklearn.datasets import load_breast_cancer, load_diabetes
 
 from spl_bench.errors import ConfigError
 from spl_bench.gaga import AgePath, age_path
-from spl_bench.gaga.engine import EngineOptions, Factor, _Tracker, solve_linear
+from spl_bench.gaga.core.linalg import Factor, solve_linear
+from spl_bench.gaga.core.tracker import EngineOptions, _Tracker
 from spl_bench.gaga.systems import make_system, svm_kkt
 from spl_bench.methods.gaga import GAGA
 from spl_bench.models import Params, get_model
@@ -416,7 +417,7 @@ def test_estimator_passes_the_svm_fit_choice_to_the_engine():
 @settings(max_examples=10, deadline=None)
 @given(seed=st.integers(0, 10_000), frac=st.floats(0.2, 1.0))
 def test_active_set_weighted_lasso_matches_coordinate_descent(seed, frac):
-    from spl_bench.gaga.engine import weighted_lasso
+    from spl_bench.gaga.glm.inner import weighted_lasso
 
     X, y = reg_data(n=60, d=8, seed=seed, noise=0.3)
     rng = np.random.default_rng(seed)

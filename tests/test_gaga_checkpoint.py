@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from spl_bench.gaga import EngineOptions, age_path
-from spl_bench.gaga.checkpoint import checkpoint_file
+from spl_bench.gaga.core.checkpoint import checkpoint_file
 
 
 class Interrupt(Exception):

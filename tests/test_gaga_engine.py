@@ -15,7 +15,7 @@ from sklearn.datasets import load_diabetes
 
 from spl_bench.errors import ConfigError
 from spl_bench.gaga import age_path
-from spl_bench.gaga.engine import ODE_METHODS, ColumnGroups, EngineOptions, spl_objective
+from spl_bench.gaga.core.tracker import ODE_METHODS, ColumnGroups, EngineOptions, spl_objective
 from spl_bench.models import Params, get_model
 from spl_bench.sp import get_sp
 
@@ -149,7 +149,7 @@ def test_unknown_ode_solver_is_a_clear_error():
 def test_points_after_jumps_are_stable_partial_optima_not_worse_than_acs():
     """After each jump the engine lands on a point no worse (in the SPL objective) than plain ACS
     warm-started from the old branch at the same age reaches, and the Hessian there is PD."""
-    from spl_bench.gaga.engine import acs
+    from spl_bench.gaga.api import acs
 
     X, y = _diabetes(n=80, d=6, seed=1, noise=0.4)
     model, sp = get_model("lasso", alpha=0.01), get_sp("linear")
@@ -277,7 +277,7 @@ def test_progress_callback_reports_increasing_ages_up_to_lam_max():
 def test_path_command_writes_the_path_file_figures_and_summary(tmp_path, capsys):
     import json
 
-    from spl_bench.gaga.path import AgePath
+    from spl_bench.gaga.core.path import AgePath
     from spl_bench.runner.cli import main
 
     code = main(["path", "model=lasso", "sp=linear", "data=diabetes", "lam_min=0.5", "lam_max=1.5",
@@ -302,7 +302,7 @@ def test_path_command_rejects_a_bad_age_range_with_a_clear_message(tmp_path, cap
 
 
 def test_path_command_takes_the_ode_method_and_rejects_an_unknown_one(tmp_path, capsys):
-    from spl_bench.gaga.path import AgePath
+    from spl_bench.gaga.core.path import AgePath
     from spl_bench.runner.cli import main
 
     code = main(["path", "data=diabetes", "lam_min=0.5", "lam_max=1.0", "ode_method=LSODA", f"out={tmp_path}",
@@ -457,7 +457,7 @@ def test_schur_factor_solves_like_the_dense_factor(seed, n1, n2, dup):
     """The SVM Jacobian's Schur-complement factor against the dense LU / minimum-norm solve of the
     assembled J: same solution, same sign of det J; also with duplicated rows and columns in A
     (identical samples on the margin), where J is singular."""
-    from spl_bench.gaga.linalg import Factor, SchurBlocks, SchurFactor
+    from spl_bench.gaga.core.linalg import Factor, SchurBlocks, SchurFactor
 
     rng = np.random.default_rng(seed)
     Xs = rng.normal(size=(n1 + n2, 3))
@@ -493,7 +493,7 @@ def test_schur_factor_with_one_weight_for_every_mixed_sample_solves_like_the_den
     """The linear SP gives every mixed sample the same ``c``: from the ``UNIFORM_REDUCE_AT``-th such point the Schur
     complement ``I + c W`` is solved through ``W``'s tridiagonal reduction.  Against the dense LU of
     the assembled J at each point: same solution, same sign of det J (where J is not singular)."""
-    from spl_bench.gaga.linalg import UNIFORM_REDUCE_AT, Factor, SchurBlocks, SchurFactor, ShiftedTridiagonal
+    from spl_bench.gaga.core.linalg import UNIFORM_REDUCE_AT, Factor, SchurBlocks, SchurFactor, ShiftedTridiagonal
 
     rng = np.random.default_rng(seed)
     Xs = rng.normal(size=(n1 + n2, 3))
@@ -582,7 +582,7 @@ def test_svm_path_is_the_same_with_or_without_skipped_acs_iterations():
 def test_skipped_acs_iterations_land_on_the_plain_acs_iterate(monkeypatch):
     """Each skip of ``j`` ACS iterations lands where ``j`` plain ACS steps (on a fresh system,
     whose fits guess their sets from scratch) go, to 1e-3 of the distance travelled."""
-    from spl_bench.gaga import engine
+    from spl_bench.gaga.core import tracker as engine
     from spl_bench.gaga.systems import make_system
 
     orig = engine._Tracker.acs_skip_ahead
@@ -626,7 +626,8 @@ def test_kkt_update_solves_like_a_new_factorisation(seed, n_out, n_in, s):
     """A margin-block factor updated by bordering (indices dropped and added) against the dense
     solve of the new matrix: same solutions (vector and matrix right-hand sides), same sign of
     the determinant."""
-    from spl_bench.gaga.linalg import Factor, KKTUpdate, kkt_matrix
+    from spl_bench.gaga.core.linalg import Factor
+    from spl_bench.gaga.svm.kkt import KKTUpdate, kkt_matrix
 
     rng, Q, y = _kkt_problem(seed)
     z0 = np.sort(rng.choice(Q.shape[0], 10, replace=False))
@@ -647,7 +648,8 @@ def test_kkt_factor_with_duplicated_samples_gives_the_minimum_norm_solution(seed
     """Duplicated samples on the margin (equal rows and columns): ``kkt_factor`` factorises their
     representatives (new LU or an update of a root) and splits each group's value equally, the
     pseudo-inverse solution; the sign is that of the merged system."""
-    from spl_bench.gaga.linalg import Factor, groups_hint, kkt_factor, kkt_matrix
+    from spl_bench.gaga.core.linalg import Factor, groups_hint
+    from spl_bench.gaga.svm.kkt import kkt_factor, kkt_matrix
     from spl_bench.gaga.systems import canonical_duplicates
 
     rng, Q, y = _kkt_problem(seed, dup=True)
@@ -677,7 +679,8 @@ def test_kkt_update_with_diagonal_shifts_and_reordered_indices_solves_like_a_new
     added, kept with a changed shift, and the kept ones in another order (the SVM's free set
     is E_Z then M: an index moving between them changes place).  Against the dense solve: same
     solutions, same sign of the determinant."""
-    from spl_bench.gaga.linalg import Factor, KKTUpdate, kkt_matrix
+    from spl_bench.gaga.core.linalg import Factor
+    from spl_bench.gaga.svm.kkt import KKTUpdate, kkt_matrix
 
     rng, Q, y = _kkt_problem(seed)
     z0 = rng.choice(Q.shape[0], 10, replace=False)
@@ -704,7 +707,7 @@ def _svm_schur_system(monkeypatch, seed: int, dup: bool = False):
     for any margin set and M; ``dup``: rows 1-3 repeat row 0 and row 11 repeats row 10."""
     from sklearn.datasets import load_breast_cancer
 
-    import spl_bench.gaga.svm_system as svm_system
+    import spl_bench.gaga.svm.svm_system as svm_system
     from spl_bench.gaga.systems import make_system
 
     monkeypatch.setattr(svm_system, "SCHUR_MIN_Z", 3)
@@ -737,7 +740,7 @@ def test_svm_jacobian_of_new_sets_through_the_latest_reduced_blocks_solves_like_
     its own."""
     import pytest as _pytest
 
-    from spl_bench.gaga.linalg import Factor, RowScaled, SchurFactor
+    from spl_bench.gaga.core.linalg import Factor, RowScaled, SchurFactor
 
     with _pytest.MonkeyPatch.context() as mp:
         rng, system, svm_system = _svm_schur_system(mp, seed, dup)

@@ -17,8 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize
 
-from spl_bench.gaga.engine import EngineOptions, _Tracker, age_path
-from spl_bench.gaga.glm_system import GLMSystem
+from spl_bench.gaga.api import age_path
+from spl_bench.gaga.core.tracker import EngineOptions, _Tracker
+from spl_bench.gaga.glm.glm_system import GLMSystem
 from spl_bench.gaga.systems import make_system
 from spl_bench.models import Params, get_model
 from spl_bench.models.datafits import HUBER_DOWN, HUBER_QUAD, HUBER_UP, Huber, Logistic, Quadratic

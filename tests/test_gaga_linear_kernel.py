@@ -172,7 +172,7 @@ def test_low_rank_weighted_dual_is_exact(seed, route):
     natural residual with margins recomputed from ``a`` and ``b`` (independent of the solver)
     <= 1e-9, and the dual objective no worse than the primal active-set method's (which shares
     no code with either)."""
-    from spl_bench.gaga.inner import WeightedSVMDual, low_rank_factor
+    from spl_bench.gaga.svm.inner import WeightedSVMDual, low_rank_factor
 
     X, y = digits_3_vs_8(240, seed=seed, flip=0.3)
     n = len(y)
@@ -205,7 +205,7 @@ def test_low_rank_correction_recovers_the_exact_point_from_a_nearby_one():
     moved by 1e-6 within the box and off ``y^T a = 0``, as HiGHS's points are: back within 1e-9
     of the KKT conditions (margins recomputed from ``a`` and ``b``); from a point with the wrong
     sets (a free sample pushed to its bound) it returns ``None``, never a wrong point."""
-    from spl_bench.gaga.inner import WeightedSVMDual, low_rank_factor
+    from spl_bench.gaga.svm.inner import WeightedSVMDual, low_rank_factor
 
     X, y = digits_3_vs_8(200, seed=4, flip=0.3)
     n = len(y)
@@ -236,7 +236,7 @@ def test_first_fit_at_v1_is_exact_with_a_linear_kernel(kernel):
     """The fit at ``v = 1`` that GAGA's path and ACS start from: exact from a cold start with a
     linear kernel (natural residual <= 1e-9 with the margins recomputed from ``a`` and ``b``,
     against libsvm's ~1e-7), the model's libsvm fit with an RBF kernel (no low-rank factor)."""
-    from spl_bench.gaga.svm_system import SVMSystem
+    from spl_bench.gaga.svm.svm_system import SVMSystem
 
     X, y = digits_3_vs_8(200, seed=5, flip=0.3)
     model = get_model("svm", C=C, kernel=kernel)
@@ -261,7 +261,7 @@ def test_warm_start_sets_from_the_margins(kernel):
     (``fit(u, a0, b0)``) are the optimum's own sets in the old box, and from them the fit in the
     new box is exact (natural residual with margins ``1 - Q a - y b`` recomputed <= 1e-9)
     with the dual objective of a fit from ``a = 0`` on another solver."""
-    from spl_bench.gaga.inner import WeightedSVMDual, low_rank_factor
+    from spl_bench.gaga.svm.inner import WeightedSVMDual, low_rank_factor
 
     X, y = digits_3_vs_8(240, seed=5, flip=0.3)
     n = len(y)

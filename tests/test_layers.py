@@ -5,6 +5,14 @@ Layers, bottom to top::
     (top-level helpers: errors, paths, progress, checks, rowfiles, _registry)
     data  ->  models / sp  ->  gaga  ->  methods  ->  protocol  ->  runner / report
 
+Inside ``gaga`` (issue 41)::
+
+    gaga/core  ->  gaga/glm , gaga/svm  ->  gaga (its top-level modules: api, systems, __init__)
+
+``core`` imports neither ``glm`` nor ``svm``; ``glm`` and ``svm`` import ``core``, never each other;
+none of the three imports a top-level ``gaga`` module (``spl_bench.gaga`` itself included: its
+``__init__`` imports all three).
+
 Every ``import`` and ``from ... import`` of every module is read, also those inside functions
 and under ``if TYPE_CHECKING`` (a deferred import is still a dependency), and relative imports
 are resolved against the module's package.
@@ -97,6 +105,41 @@ def violations() -> list[str]:
     return found
 
 
+#: the sub-layers of gaga; "" stands for its top-level modules (api, systems, the package itself)
+GAGA_SUBLAYERS = ("core", "glm", "svm")
+
+#: gaga sub-layer -> the gaga sub-layers it must not import
+GAGA_FORBIDDEN: dict[str, set[str]] = {
+    "core": {"glm", "svm", ""},
+    "glm": {"svm", ""},
+    "svm": {"glm", ""},
+}
+
+
+def gaga_sublayer_of(module: str) -> str | None:
+    """The sub-layer of a ``spl_bench.gaga`` module ('' for its top level), None outside gaga."""
+    parts = module.split(".")
+    if parts[:2] != ["spl_bench", "gaga"]:
+        return None
+    return parts[2] if len(parts) > 2 and parts[2] in GAGA_SUBLAYERS else ""
+
+
+def gaga_violations() -> list[str]:
+    found = []
+    for path in sorted((PACKAGE / "gaga").rglob("*.py")):
+        src = module_name(path)
+        here = gaga_sublayer_of(src)
+        reported: list[str] = []
+        for mod in sorted(imported_modules(path)):
+            if any(mod.startswith(r + ".") for r in reported):
+                continue
+            there = gaga_sublayer_of(mod)
+            if there is not None and there in GAGA_FORBIDDEN.get(here, set()):
+                reported.append(mod)
+                found.append(f"{src} imports {mod} (gaga/{here} must not import gaga/{there or 'top level'})")
+    return found
+
+
 def test_every_layer_imports_one_way():
     problems = violations()
     assert not problems, "imports against the layers:\n" + "\n".join(problems)
@@ -130,3 +173,31 @@ def test_the_scan_sees_every_form_of_import(tmp_path, monkeypatch, code, expecte
     assert expected in imported_modules(mod)
     found = violations()
     assert found and all(v.startswith("spl_bench.gaga.x imports") and "gaga must not import" in v for v in found)
+
+
+def test_gaga_sublayers_import_one_way():
+    problems = gaga_violations()
+    assert not problems, "imports against the gaga sub-layers:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize(
+    ("where", "code", "expected"),
+    [
+        ("core", "from spl_bench.gaga.glm.glm_system import GLMSystem", "gaga/core must not import gaga/glm"),
+        ("core", "def f():\n    from spl_bench.gaga.svm import kkt", "gaga/core must not import gaga/svm"),
+        ("core", "from spl_bench.gaga import age_path", "gaga/core must not import gaga/top level"),
+        ("core", "from ..systems import make_system", "gaga/core must not import gaga/top level"),
+        ("glm", "from ..svm.inner import WeightedSVMDual", "gaga/glm must not import gaga/svm"),
+        ("svm", "import spl_bench.gaga.glm.segment_nb", "gaga/svm must not import gaga/glm"),
+    ],
+)
+def test_the_gaga_scan_sees_every_sublayer(tmp_path, monkeypatch, where, code, expected):
+    """The sub-layer checker: absolute, deferred, dotted, package-level and relative imports."""
+    fake = tmp_path / "spl_bench"
+    (fake / "gaga" / where).mkdir(parents=True)
+    (fake / "gaga" / where / "x.py").write_text(code + "\n")
+    (fake / "gaga" / "core" / "ok.py").parent.mkdir(exist_ok=True)
+    (fake / "gaga" / "core" / "ok.py").write_text("from spl_bench.gaga.core import linalg\n")
+    monkeypatch.setitem(globals(), "PACKAGE", fake)
+    found = gaga_violations()
+    assert len(found) == 1 and found[0].startswith(f"spl_bench.gaga.{where}.x imports") and expected in found[0]

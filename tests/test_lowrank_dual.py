@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from scipy.linalg import LinAlgError
 
 from gaga_reference import svm_natural_residual
-from spl_bench.gaga.lowrank_dual import LowRankState, _FreeQR, lowrank_svm_dual
+from spl_bench.gaga.svm.lowrank_dual import LowRankState, _FreeQR, lowrank_svm_dual
 
 
 def problem(seed: int, n: int, d: int, n_dup: int, collinear: bool, flip: float):
@@ -161,7 +161,7 @@ def test_compiled_loop_matches_the_numpy_reference(seed, n, d, n_dup, collinear,
 def test_givens_updates_keep_the_free_columns_factorised(seed, d, ops):
     """After any sequence of column appends and removals (and a rebuild), ``Q`` stays orthogonal,
     ``R``'s first ``m`` columns upper triangular and ``Q R`` equal to the free columns."""
-    from spl_bench.gaga import lowrank_dual_nb as nb
+    from spl_bench.gaga.svm import lowrank_dual_nb as nb
 
     rng = np.random.default_rng(seed)
     dim = d + 1

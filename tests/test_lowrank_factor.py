@@ -11,7 +11,8 @@ import scipy.linalg as sla
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spl_bench.gaga.linalg import Factor, LowRankSVMFactor, MarginQR
+from spl_bench.gaga.core.linalg import Factor
+from spl_bench.gaga.svm.kkt import LowRankSVMFactor, MarginQR
 
 
 def dense_jacobian(Gz, Gm, yz, ym, c):
@@ -106,7 +107,7 @@ def test_system_factor_matches_dense_route(noise):
     ``w`` equal those from the rows of ``Q``."""
     from sklearn.datasets import make_classification
 
-    from spl_bench.gaga.svm_system import SVMSystem
+    from spl_bench.gaga.svm.svm_system import SVMSystem
     from spl_bench.models import get_model
     from spl_bench.sp import get_sp
 
@@ -178,7 +179,8 @@ def test_path_same_with_dense_route(monkeypatch, dup):
 def test_merged_duplicates_like_dense_merge(seed, d, nm, c_scale):
     """Duplicated margin samples: the merged low-rank factor gives the dense merged LU's
     solution (equal split within each group) and sign."""
-    from spl_bench.gaga.linalg import MergedLowRankSVMFactor, groups_hint
+    from spl_bench.gaga.core.linalg import groups_hint
+    from spl_bench.gaga.svm.kkt import MergedLowRankSVMFactor
 
     rng = np.random.default_rng(seed)
     n_groups = int(rng.integers(1, d + 2))

@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from spl_bench.gaga import engine
+from spl_bench.gaga.core import tracker as engine
 from spl_bench.methods.acs import ACS
 from spl_bench.methods.gaga import GAGA
 from spl_bench.methods.mospl import MOSPL

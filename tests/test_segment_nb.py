@@ -14,8 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spl_bench.gaga import age_path, segment_nb
-from spl_bench.gaga.engine import EngineOptions
+from spl_bench.gaga import age_path
+from spl_bench.gaga.core.tracker import EngineOptions
+from spl_bench.gaga.glm import segment_nb
 from spl_bench.gaga.systems import make_system
 from spl_bench.models import Params, get_model
 from spl_bench.sp import get_sp
@@ -166,7 +167,7 @@ def test_compiled_method_leaves_other_models_on_the_ode_route():
 def test_compiled_weighted_lasso_is_the_reference_fit(seed, n, d, dup, alpha, warm):
     """The compiled active-set lasso (inner_nb) against the NumPy one and the subgradient
     conditions, with zero weights, duplicated columns and warm starts."""
-    from spl_bench.gaga.inner import weighted_lasso
+    from spl_bench.gaga.glm.inner import weighted_lasso
 
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d))

@@ -5,11 +5,13 @@
 >>> path.lambdas, path.coef, path.events, path.n_restarts    # doctest: +SKIP
 >>> w, b = path.at(3.7)                                      # doctest: +SKIP
 
-See :mod:`spl_bench.gaga.engine` (the path follower), :mod:`spl_bench.gaga.systems`
-(``F = 0`` of eq. (5) for each model) and :mod:`spl_bench.gaga.path` (the result).
+See :mod:`spl_bench.gaga.api` (the entry points), :mod:`spl_bench.gaga.core.tracker` (the path
+follower), :mod:`spl_bench.gaga.systems`
+(``F = 0`` of eq. (5) for each model) and :mod:`spl_bench.gaga.core.path` (the result).
 """
 
-from spl_bench.gaga.engine import EngineOptions, age_path
-from spl_bench.gaga.path import AgePath
+from spl_bench.gaga.api import age_path
+from spl_bench.gaga.core.path import AgePath
+from spl_bench.gaga.core.tracker import EngineOptions
 
 __all__ = ["AgePath", "EngineOptions", "age_path"]

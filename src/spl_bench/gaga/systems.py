@@ -1,17 +1,18 @@
 """The path system of a model x SP-regularizer pair (GAGA eq. (5)): :func:`make_system`.
 
 The systems live in their own modules: the interface and the SP weights in
-:mod:`~spl_bench.gaga.system_base`, the GLM models in :mod:`~spl_bench.gaga.glm_system`, the
-kernel-SVM dual in :mod:`~spl_bench.gaga.svm_system`.  The names are re-exported here.
+:mod:`~spl_bench.gaga.core.system_base`, the GLM models in :mod:`~spl_bench.gaga.glm.glm_system`, the
+kernel-SVM dual in :mod:`~spl_bench.gaga.svm.svm_system`.  The names are re-exported here.
 """
 
 from __future__ import annotations
 
 from spl_bench.errors import ConfigError
-from spl_bench.gaga.glm_system import GLMSystem
-from spl_bench.gaga.inner import WeightedSVMDual, canonical_duplicates, weighted_lasso
-from spl_bench.gaga.svm_system import SVM_SETS, SVMSystem, svm_kkt
-from spl_bench.gaga.system_base import SAMPLE_SETS, Array, PathSystem, sp_v, sp_weights
+from spl_bench.gaga.core.system_base import SAMPLE_SETS, Array, PathSystem, sp_v, sp_weights
+from spl_bench.gaga.glm.glm_system import GLMSystem
+from spl_bench.gaga.glm.inner import weighted_lasso
+from spl_bench.gaga.svm.inner import WeightedSVMDual, canonical_duplicates
+from spl_bench.gaga.svm.svm_system import SVM_SETS, SVMSystem, svm_kkt
 from spl_bench.models import Model
 from spl_bench.models.svm import SVMModel
 from spl_bench.sp import SPRegularizer

@@ -28,10 +28,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from spl_bench.errors import ConfigError
-from spl_bench.gaga.acs_skip import svm_jump, svm_state
-from spl_bench.gaga.engine import ColumnGroups
-from spl_bench.gaga.glm_system import GLMDesign
-from spl_bench.gaga.inner import WeightedSVMDual, low_rank_factor, weighted_lasso
+from spl_bench.gaga.core.tracker import ColumnGroups
+from spl_bench.gaga.glm.glm_system import GLMDesign
+from spl_bench.gaga.glm.inner import weighted_lasso
+from spl_bench.gaga.svm.acs_skip import svm_jump, svm_state
+from spl_bench.gaga.svm.inner import WeightedSVMDual, low_rank_factor
 from spl_bench.models import Model, Params
 from spl_bench.models.glm import GLMModel
 from spl_bench.models.lasso import LassoModel

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from spl_bench.errors import ConfigError, check_positive
-from spl_bench.gaga.acs_skip import AffineSkip
+from spl_bench.gaga.core.acs_skip import AffineSkip
 from spl_bench.methods._acs_solvers import WeightedFits, make_inner_solver, solver_info
 from spl_bench.methods.base import Array, SPLEstimator
 from spl_bench.models import Params

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from spl_bench.errors import ConfigError, check_int, check_positive
-from spl_bench.gaga import AgePath, EngineOptions, age_path, engine
+from spl_bench.gaga import AgePath, EngineOptions, age_path
+from spl_bench.gaga.core import tracker as engine
 from spl_bench.methods.base import Array, SPLEstimator
 from spl_bench.models import Params
 

@@ -55,7 +55,7 @@ def _num(k: str, v: str) -> float | str:
 def main(argv: list[str]) -> int:
     from spl_bench.data.loaders import load_dataset
     from spl_bench.gaga import EngineOptions, age_path
-    from spl_bench.gaga.plots import plot_age_path, plot_critical_histogram, plot_learning_curve
+    from spl_bench.gaga.core.plots import plot_age_path, plot_critical_histogram, plot_learning_curve
     from spl_bench.models import Params, get_model
     from spl_bench.protocol import NoiseConfig, ProtocolConfig
     from spl_bench.protocol.run import prepare_run

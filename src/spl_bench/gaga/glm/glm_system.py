@@ -1,6 +1,6 @@
 """The GLM path system of GAGA eq. (5): any model made of a datafit and a penalty.
 
-See :mod:`spl_bench.gaga.system_base` for the equations.  The system is built from
+See :mod:`spl_bench.gaga.core.system_base` for the equations.  The system is built from
 ``model.datafit`` (per-sample ``ell``, ``ell'``, ``ell''`` of the linear predictor
 ``z``; :mod:`spl_bench.models.datafits`) and ``model.penalty`` (intercept or not,
 support, ``R'`` and ``R''`` on it, feature events; :mod:`spl_bench.models.penalties`).
@@ -28,9 +28,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from spl_bench.gaga import segment_nb
-from spl_bench.gaga.inner import weighted_lasso
-from spl_bench.gaga.linalg import (
+from spl_bench.gaga.core.linalg import (
     AnyFactor,
     CholeskyFactor,
     Factor,
@@ -38,7 +36,17 @@ from spl_bench.gaga.linalg import (
     RefinedFactor,
     weighted_gram,
 )
-from spl_bench.gaga.system_base import SAMPLE_SETS, Array, PathSystem, _has_mixed, sp_v, sp_weights
+from spl_bench.gaga.core.system_base import (
+    SAMPLE_SETS,
+    Array,
+    CompiledRun,
+    PathSystem,
+    _has_mixed,
+    sp_v,
+    sp_weights,
+)
+from spl_bench.gaga.glm import segment_nb
+from spl_bench.gaga.glm.inner import weighted_lasso
 from spl_bench.models import Model, Params
 from spl_bench.models.datafits import Quadratic
 from spl_bench.models.penalties import L1
@@ -58,7 +66,7 @@ class GLMDesign:
     """
 
     #: this many unknowns or more: solves with J_theta / the fit's Hessian by refinement
-    #: (:class:`~spl_bench.gaga.linalg.RefinedFactor`) and the v-weighted fits by :meth:`newton_fit`
+    #: (:class:`~spl_bench.gaga.core.linalg.RefinedFactor`) and the v-weighted fits by :meth:`newton_fit`
     refine_min_dim = 400
     #: products with the data a refined solve may take (conjugate gradients) before the matrix is
     #: formed afresh
@@ -202,7 +210,7 @@ class GLMDesign:
         """``(X_L, |X_L| or None, () -> dense X_L)`` for the rows ``live`` of a v-weighted fit.
 
         With ``refine_min_dim`` unknowns or more and ``X = 1 m^T + S`` with a sparse ``S``
-        (:class:`~spl_bench.gaga.linalg.RankOnePlusSparse`; ``sparse_products``), ``X_L`` and
+        (:class:`~spl_bench.gaga.core.linalg.RankOnePlusSparse`; ``sparse_products``), ``X_L`` and
         ``|X_L|`` are that form, whose products read a fraction of the memory of the dense rows;
         the dense rows are made only when a Hessian is formed.  The latest rows are kept (the
         live set of consecutive ACS fits is mostly the same)."""
@@ -354,7 +362,7 @@ class GLMSystem(GLMDesign, PathSystem):
     _DATA_COPIES = ("XA", "XL", "rowsL", "cL", "aXL", "Xi")
 
     def __getstate__(self) -> dict[str, Any]:
-        """The state for a checkpoint (:mod:`spl_bench.gaga.checkpoint`) without the copies of the
+        """The state for a checkpoint (:mod:`spl_bench.gaga.core.checkpoint`) without the copies of the
         data that the accessors make again on first use (``X[:, A]``, its live rows and their
         absolute values: most of a large checkpoint)."""
         state = self.__dict__.copy()
@@ -529,7 +537,7 @@ class GLMSystem(GLMDesign, PathSystem):
         return self.penalty.kkt_scale(self.w, self.n)
 
     def compiled_follow(self, lam0: float, lam_max: float, opts: Any, cap: int, max_events: int,
-                        last_event: float) -> segment_nb.CompiledRun | None:
+                        last_event: float) -> CompiledRun | None:
         """The path from ``lam0`` by the compiled follower (:func:`segment_nb.follow`), for the
         lasso (quadratic datafit, L1 penalty) with a regularizer it has the closed form of and
         fewer than ``refine_min_dim`` active features (above, the refined solves of
@@ -565,7 +573,7 @@ class GLMSystem(GLMDesign, PathSystem):
             else:
                 events.append({"lam": float(ev_lam[e]), "kind": "turning", "moves": moves[e]})
         self.restore({"w": w, "b": self.b, "active": active, "sign": sign, "code": code, "piece": self.piece})
-        return segment_nb.CompiledRun(int(status), records, events, float(t_end), crossed, counts)
+        return CompiledRun(int(status), records, events, float(t_end), crossed, counts)
 
     # --------------------------------------------------------------- events
     #: per set code (E, M, D): h1 = SGN ell + A_LO lo + A_HI hi, the distance to the lower boundary

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from spl_bench.gaga.path import AgePath
+from spl_bench.gaga.core.path import AgePath
 
 KIND_COLOURS = {"turning": "tab:green", "jump": "tab:red"}
 

@@ -20,7 +20,7 @@ The derivatives are derived here from ``F = 0`` directly (not transcribed from
 Props. 1-2, whose printed forms contain errors; see ``docs/gaga.md``):
 
 GLM models (a datafit and a penalty: lasso, logistic, huber; see
-:mod:`~spl_bench.gaga.glm_system`).  With ``z = Phi theta`` (``Phi`` = active columns
+:mod:`~spl_bench.gaga.glm.glm_system`).  With ``z = Phi theta`` (``Phi`` = active columns
 of ``X``, plus a column of ones for an intercept), per-sample loss ``ell(z)``
 with ``ell' = d ell / dz`` and ``ell''``, and ``v = v*(ell, lam)``::
 
@@ -43,12 +43,13 @@ variables ``a_Z`` (margin set E_Z), ``a_M`` (samples with ``g > 0`` and
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from spl_bench.gaga.linalg import AnyFactor, Factor
+from spl_bench.gaga.core.linalg import AnyFactor, Factor
 from spl_bench.models import Model, Params
 from spl_bench.sp import EASY, HARD, MIXED, SPRegularizer
 
@@ -56,6 +57,29 @@ Array = NDArray[np.float64]
 
 #: sample-set names used in event records (GLM models)
 SAMPLE_SETS = {EASY: "E", MIXED: "M", HARD: "D"}
+
+# exit codes of a compiled follower (``follow`` of :mod:`spl_bench.gaga.glm.segment_nb`)
+REACHED, EVENT, FULL, GAVE_UP = 0, 1, 2, 3
+
+
+@dataclass
+class CompiledRun:
+    """What one call of a compiled follower (:func:`spl_bench.gaga.glm.segment_nb.follow`) did, in the
+    tracker's terms (:meth:`GLMSystem.compiled_follow`).
+
+    ``records``: ``(age, coefficients, intercept, tangent, its intercept, segment offset, kind)``
+    with kind ``step`` / ``critical`` / ``after``; ``events``: the handled critical points as
+    the tracker logs them; ``t_end``: the age reached (with ``status == EVENT``, a critical
+    point left to the tracker, with its ``crossed`` event positions); ``counts``:
+    factorisations, rejected steps, accepted steps, refined and factorised tangents.
+    """
+
+    status: int
+    records: list[tuple[float, Any, float, Any, float, int, str]]
+    events: list[dict[str, Any]]
+    t_end: float
+    crossed: NDArray[np.intp]
+    counts: NDArray[np.int64]
 
 
 def sp_v(sp: SPRegularizer, ell: Array, code: NDArray[np.int8], lam: Any) -> Array:
@@ -107,7 +131,7 @@ class PathSystem(ABC):
     #: zeros where a coefficient left); ``False``: with the located point on the old sets' path
     record_moved_values: bool = True
     #: the v-weighted fits of the warm starts by their compiled solver where there is one
-    #: (``EngineOptions.method="compiled"``; the lasso's :mod:`spl_bench.gaga.inner_nb`)
+    #: (``EngineOptions.method="compiled"``; the lasso's :mod:`spl_bench.gaga.glm.inner_nb`)
     compiled_fits: bool = False
 
     def __init__(self, model: Model, sp: SPRegularizer, X: Array, y: Array) -> None:
@@ -187,7 +211,7 @@ class PathSystem(ABC):
 
     def compiled_follow(self, lam0: float, lam_max: float, opts: Any, cap: int, max_events: int,
                         last_event: float) -> Any:
-        """The path from ``lam0`` by a compiled follower (:mod:`spl_bench.gaga.segment_nb`), or
+        """The path from ``lam0`` by a compiled follower (:mod:`spl_bench.gaga.glm.segment_nb`), or
         ``None`` where there is none (the default: the engine's ODE route)."""
         return None
 

@@ -1,6 +1,6 @@
-"""Compiled loop of the low-rank SVM dual active-set method (:mod:`spl_bench.gaga.lowrank_dual`).
+"""Compiled loop of the low-rank SVM dual active-set method (:mod:`spl_bench.gaga.svm.lowrank_dual`).
 
-The same iteration as :func:`spl_bench.gaga.lowrank_dual._iterate` (the reference, in NumPy),
+The same iteration as :func:`spl_bench.gaga.svm.lowrank_dual._iterate` (the reference, in NumPy),
 with the QR factorisation of the free columns ``A_F = Q R`` kept up to date by Givens
 rotations in place: appending a column rotates ``Q^T c`` onto its first ``m + 1`` entries
 (rows ``j - 1, j`` from the bottom up, ``Q <- Q G^T``); removing column ``p`` leaves ``R``

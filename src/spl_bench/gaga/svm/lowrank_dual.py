@@ -11,7 +11,7 @@ columns are linearly independent, the stationary point of the face (``g_F = 0`` 
 ``A_F = [c_i]_{i in F}``, kept up to date as samples join and leave ``F``
 (:func:`scipy.linalg.qr_insert` / :func:`scipy.linalg.qr_delete`): ``O((d + 1)^2)`` per change
 instead of a new factorisation of the ``(|F| + 1)``-square KKT matrix.  The iteration runs
-compiled (:mod:`spl_bench.gaga.lowrank_dual_nb`, the same steps with Givens updates of the QR);
+compiled (:mod:`spl_bench.gaga.svm.lowrank_dual_nb`, the same steps with Givens updates of the QR);
 :func:`_iterate` is the same iteration in NumPy, the reference the tests compare it with.
 
 With ``A_F = Q R`` (``Q`` square, ``R`` upper trapezoidal, ``m = |F|`` columns) and ``e`` the
@@ -30,7 +30,7 @@ until a bound blocks; the blocking sample leaves ``F`` and ``k`` takes its place
 Every iterate after the first step satisfies the box; the objective never increases; a
 stationary point whose bounds all have the right sign (``a_i = 0 => g_i <= 0``,
 ``a_i = u_i => g_i >= 0``) is the optimum.  The caller re-solves the sets of the result with
-its own LU solve (:class:`~spl_bench.gaga.inner.WeightedSVMDual`), so this routine only has to
+its own LU solve (:class:`~spl_bench.gaga.svm.inner.WeightedSVMDual`), so this routine only has to
 find the right sets.
 """
 
@@ -41,7 +41,7 @@ from numpy.typing import NDArray
 from scipy.linalg import LinAlgError, qr, qr_delete, qr_insert
 from scipy.linalg.lapack import dtrtrs
 
-from spl_bench.gaga import lowrank_dual_nb as nb
+from spl_bench.gaga.svm import lowrank_dual_nb as nb
 
 Array = NDArray[np.float64]
 
@@ -149,7 +149,7 @@ def lowrank_svm_dual(G: Array, y: Array, u: Array, a0: Array, Z: NDArray[np.bool
     max_iter : int, optional
         Iteration limit (default ``20 n``).
     compiled : bool
-        Run the iteration in the compiled loop of :mod:`spl_bench.gaga.lowrank_dual_nb`
+        Run the iteration in the compiled loop of :mod:`spl_bench.gaga.svm.lowrank_dual_nb`
         (default), or in NumPy (:func:`_iterate`, the reference it is tested against).
     state : LowRankState, optional
         Carried from call to call on the same ``G`` (compiled loop only): the start's free set

@@ -1,4 +1,4 @@
-"""The kernel-SVM dual path system of GAGA eq. (5); see :mod:`spl_bench.gaga.system_base`
+"""The kernel-SVM dual path system of GAGA eq. (5); see :mod:`spl_bench.gaga.core.system_base`
 for the equations."""
 
 from __future__ import annotations
@@ -10,26 +10,28 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from spl_bench.gaga.acs_skip import svm_jump, svm_state
-from spl_bench.gaga.inner import WeightedSVMDual, canonical_duplicates, low_rank_factor
-from spl_bench.gaga.linalg import (
+from spl_bench.gaga.core.linalg import (
     AnyFactor,
     Factor,
+    RowScaled,
+    SchurBlocks,
+    SchurFactor,
+    ShiftedTridiagonal,
+    groups_hint,
+    uniform_value,
+)
+from spl_bench.gaga.core.system_base import Array, PathSystem, _has_mixed, sp_v, sp_weights
+from spl_bench.gaga.svm.acs_skip import svm_jump, svm_state
+from spl_bench.gaga.svm.inner import WeightedSVMDual, canonical_duplicates, low_rank_factor
+from spl_bench.gaga.svm.kkt import (
     KKTBorder,
     KKTUpdate,
     LowRankSVMFactor,
     MarginQR,
     MergedKKT,
     MergedLowRankSVMFactor,
-    RowScaled,
-    SchurBlocks,
-    SchurFactor,
-    ShiftedTridiagonal,
-    groups_hint,
     kkt_factor,
-    uniform_value,
 )
-from spl_bench.gaga.system_base import Array, PathSystem, _has_mixed, sp_v, sp_weights
 from spl_bench.models import Model, Params
 from spl_bench.models.svm import SVMModel, libsvm_fit, resolve_gamma
 from spl_bench.sp import EASY, HARD, MIXED, SPRegularizer
@@ -657,7 +659,7 @@ class SVMSystem(PathSystem):
     def acs_affine_state(self, params: Params, lam: float) -> tuple[Array, Array] | None:
         """The hinge margins ``g`` are affine in ``(a, b)``; with an SP whose ``v*`` is affine in
         the loss on each piece (linear, hard), so are the box ``u = C v*`` of the next fit and,
-        for fixed free / upper-bound sets, its solution (:func:`~spl_bench.gaga.acs_skip.svm_state`)."""
+        for fixed free / upper-bound sets, its solution (:func:`~spl_bench.gaga.svm.acs_skip.svm_state`)."""
         return svm_state(self.dual_solver, self._last_fit, params.dual_coef, self.C, self.sp, lam)
 
     def acs_jump_to(self, x: Array, q: Array) -> Params:

@@ -1,11 +1,12 @@
 """Inner solvers of the ACS steps: the exact v-weighted fits for fixed weights ``v``.
 
 GAGA's warm starts and restarts (Algorithm 1), ACS and MOSPL all need the minimiser of the
-model's loss weighted by ``v`` (the ACS step for a fixed age).  Two exact active-set solvers
-live here, apart from the path systems of :mod:`spl_bench.gaga.systems` that use them:
+model's loss weighted by ``v`` (the ACS step for a fixed age).  Two exact active-set solvers,
+apart from the path systems of :mod:`spl_bench.gaga.systems` that use them:
 
-* :func:`weighted_lasso`: ``argmin_w 1/2 sum_i v_i (y_i - x_i^T w)^2 + lev ||w||_1``;
-* :class:`WeightedSVMDual`: the v-weighted kernel SVM dual on a fixed kernel, warm-started.
+* :func:`~spl_bench.gaga.glm.inner.weighted_lasso`: ``argmin_w 1/2 sum_i v_i (y_i - x_i^T w)^2 +
+  lev ||w||_1`` (in :mod:`spl_bench.gaga.glm.inner`);
+* :class:`WeightedSVMDual`: the v-weighted kernel SVM dual on a fixed kernel, warm-started (here).
 
 Both return ``None`` when they do not converge; the caller then uses the model's solver.
 """
@@ -19,17 +20,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from spl_bench.gaga import inner_nb
-from spl_bench.gaga.linalg import (
-    AnyFactor,
-    Factor,
-    KKTUpdate,
-    LowRankSVMFactor,
-    MergedKKT,
-    kkt_factor,
-    kkt_matrix,
-)
-from spl_bench.gaga.lowrank_dual import LowRankState, lowrank_svm_dual
+from spl_bench.gaga.core.linalg import AnyFactor, Factor
+from spl_bench.gaga.svm.kkt import KKTUpdate, LowRankSVMFactor, MergedKKT, kkt_factor, kkt_matrix
+from spl_bench.gaga.svm.lowrank_dual import LowRankState, lowrank_svm_dual
 from spl_bench.models.svm import libsvm_fit
 
 Array = NDArray[np.float64]
@@ -41,82 +34,6 @@ def canonical_duplicates(labels: NDArray[np.intp] | None) -> NDArray[np.intp] | 
         return None
     _, first = np.unique(labels, return_index=True)
     return first[np.searchsorted(np.unique(labels), labels)]
-
-
-def weighted_lasso(X: Array, y: Array, v: Array, lev: float, w0: Array, max_iter: int = 500,
-                   compiled: bool = False) -> Array | None:
-    """Exact ``argmin_w 1/2 sum_i v_i (y_i - x_i^T w)^2 + lev ||w||_1`` by an active-set method.
-
-    Warm-started from ``w0``: solve the equality system on the active set with fixed signs,
-    step back to the first coefficient that would change sign (and drop it), add the most
-    violating inactive coordinate, until the subgradient conditions hold to 1e-12.
-    Returns ``None`` if it does not converge (the caller then uses the model's solver).
-    ``compiled``: the same method compiled (:func:`spl_bench.gaga.inner_nb.weighted_lasso`).
-    """
-    if compiled:
-        w_nb, ok = inner_nb.weighted_lasso(np.ascontiguousarray(X, dtype=float), np.asarray(y, dtype=float),
-                                           np.asarray(v, dtype=float), float(lev),
-                                           np.array(w0, dtype=float), max_iter)
-        return w_nb if ok else None
-    d = X.shape[1]
-    w = np.array(w0, dtype=float)
-    vy = v * y
-    c0 = X.T @ vy
-    # the Gram matrix X^T V X only on the columns that are ever active (n k^2, not n d^2)
-    G = np.empty((d, d))
-    have = np.zeros(d, dtype=bool)
-
-    def gram(idx: NDArray[np.intp]) -> Array:
-        new = idx[~have[idx]]
-        if new.size:
-            known = np.flatnonzero(have)
-            XVn = X[:, new] * v[:, None]
-            G[np.ix_(new, new)] = X[:, new].T @ XVn
-            if known.size:
-                blk = X[:, known].T @ XVn
-                G[np.ix_(known, new)] = blk
-                G[np.ix_(new, known)] = blk.T
-            have[new] = True
-        return G[np.ix_(idx, idx)]
-
-    active = w != 0
-    sign = np.sign(w)
-    for n_round in range(max_iter):
-        # equality solve on the active set, dropping coordinates that would change sign
-        for _ in range(d + 1):
-            idx = np.flatnonzero(active)
-            if idx.size == 0:
-                break
-            try:
-                target = np.linalg.solve(gram(idx), c0[idx] - lev * sign[idx])
-            except np.linalg.LinAlgError:
-                return None
-            if not np.all(np.isfinite(target)):
-                return None
-            cur = w[idx]
-            bad = np.sign(target) != sign[idx]
-            if not np.any(bad):
-                w[idx] = target
-                break
-            with np.errstate(divide="ignore", invalid="ignore"):
-                t = np.where(bad, cur / (cur - target), np.inf)
-            k = int(np.argmin(t))
-            tk = float(np.clip(t[k], 0.0, 1.0))
-            w[idx] = cur + tk * (target - cur)
-            w[idx[k]] = 0.0
-            active[idx[k]] = False
-            sign[idx[k]] = 0.0
-        corr = X.T @ (vy - v * (X @ w))  # X^T V r
-        viol = np.abs(corr) - lev
-        viol[active] = -np.inf
-        add = np.flatnonzero(viol > 1e-12 * lev)
-        if d == 0 or add.size == 0:
-            return w
-        if n_round > 3:  # after a few rounds add one coordinate at a time (no cycling)
-            add = add[[int(np.argmax(viol[add]))]]
-        active[add] = True
-        sign[add] = np.sign(corr[add])
-    return None
 
 
 def low_rank_factor(kernel: str, X: Array, y: Array) -> Array | None:
@@ -267,20 +184,20 @@ class WeightedSVMDual:
     solved again (at most ``max_rounds`` times).  A low-rank ``Q = G G^T`` (its systems are
     singular once more than ``rank Q + 1`` samples are guessed free) is solved first by the
     warm-started active-set method in ``(w, b)`` coordinates
-    (:func:`~spl_bench.gaga.lowrank_dual.lowrank_svm_dual`) and its sets checked in the same
+    (:func:`~spl_bench.gaga.svm.lowrank_dual.lowrank_svm_dual`) and its sets checked in the same
     way; by HiGHS (:func:`highs_svm_dual`) where these give up.  A full-rank ``Q`` (an RBF
     kernel) whose guessed sets do not settle is solved by libsvm from a cold start, to its
     tolerance, and libsvm's sets then by guess-and-check (exact again); then :meth:`_active_set_qp`
     tries, from libsvm's point; ``None`` if all fail (the caller uses libsvm).
     The matrix depends on ``Z`` only, and during ACS only ``u`` changes from one
     iteration to the next while ``Z`` seldom does, so its factorisation is kept
-    (:class:`~spl_bench.gaga.linalg.Factor`: duplicated samples in ``Z`` are merged,
+    (:class:`~spl_bench.gaga.core.linalg.Factor`: duplicated samples in ``Z`` are merged,
     the minimum-norm split).  The sets of the latest solution are the next guess
     when it is warm-started from that solution.
     """
 
     #: with a low-rank factor, fit by the warm-started active-set method in ``(w, b)`` coordinates
-    #: (:func:`~spl_bench.gaga.lowrank_dual.lowrank_svm_dual`); false: guess-and-check, then HiGHS
+    #: (:func:`~spl_bench.gaga.svm.lowrank_dual.lowrank_svm_dual`); false: guess-and-check, then HiGHS
     lowrank_first: bool = True
     #: with a full-rank Q, where guess-and-check gives up: libsvm's solution (at ``libsvm_start_tol``)
     #: solved exactly at its sets; false: the primal active-set method from the warm start
@@ -319,7 +236,7 @@ class WeightedSVMDual:
         margins (:meth:`_sets_of_margins`); else ``a0``'s place in the new box (:meth:`_sets_of`).
 
         With a low-rank factor (and ``lowrank_first``), the warm-started active-set method of
-        :func:`~spl_bench.gaga.lowrank_dual.lowrank_svm_dual` from the sets of ``a0``, its sets
+        :func:`~spl_bench.gaga.svm.lowrank_dual.lowrank_svm_dual` from the sets of ``a0``, its sets
         then solved by guess-and-check (exact to the LU's precision); otherwise guess-and-check
         from the sets of ``a0`` first.  Where these give up, the QP solved by HiGHS and its sets
         checked the same way; with a full-rank ``Q``, libsvm's point solved exactly at its sets
@@ -391,7 +308,7 @@ class WeightedSVMDual:
 
     def fit_cold(self, u: Array) -> tuple[Array, float, Array] | None:
         """``(a, b, g)`` solving the dual with box ``[0, u]`` without a nearby solution: with a
-        low-rank factor by :func:`~spl_bench.gaga.lowrank_dual.lowrank_svm_dual` from ``a = 0``
+        low-rank factor by :func:`~spl_bench.gaga.svm.lowrank_dual.lowrank_svm_dual` from ``a = 0``
         (exact, where libsvm stops at its tolerance), else ``None`` (the caller uses libsvm)."""
         if self.factor is None:
             return None
@@ -699,7 +616,7 @@ class WeightedSVMDual:
         """The factor of guess-and-check's system on the free set ``z``.  With ``Q = G G^T`` and
         more than ``d + 1`` free samples that system is singular: its minimum-norm least-squares
         solution (LAPACK ``gelsy``'s answer) from a QR of ``[G_z, y_z]``
-        (:meth:`~spl_bench.gaga.linalg.LowRankSVMFactor.make_singular` on ``-Q_zz``: rows negated,
+        (:meth:`~spl_bench.gaga.svm.kkt.LowRankSVMFactor.make_singular` on ``-Q_zz``: rows negated,
         the same least-squares solutions) instead of a failed LU of order ``|z| + 1`` and ``gelsy``
         on it; else :meth:`_kkt_factor`."""
         G = self.factor
@@ -711,7 +628,7 @@ class WeightedSVMDual:
         return self._kkt_factor(z)
 
     def _kkt_factor(self, z: NDArray[np.intp], update: bool = True) -> AnyFactor:
-        """The factor of ``[[Q_zz, y_z], [y_z^T, 0]]`` (:func:`~spl_bench.gaga.linalg.kkt_factor`):
+        """The factor of ``[[Q_zz, y_z], [y_z^T, 0]]`` (:func:`~spl_bench.gaga.svm.kkt.kkt_factor`):
         an update of the latest LU (a set seldom changes by more than an index or two), else a
         new LU (also with ``update=False``), which becomes the root of the next updates."""
         fac, self._root = kkt_factor(self.Q, self.y, z, 1.0, self.canon, self._root if update else None)

@@ -1,6 +1,6 @@
 """Checkpoints of a path computation, so that a path longer than a session can be resumed.
 
-:func:`~spl_bench.gaga.engine.age_path` with ``EngineOptions.checkpoint_dir`` saves the whole
+:func:`~spl_bench.gaga.api.age_path` with ``EngineOptions.checkpoint_dir`` saves the whole
 state of its tracker (system, factor caches, recorded points, events, counters) between two
 segments, at most every ``checkpoint_every`` seconds, to ``<dir>/agepath-<key>.pkl``.  The key
 hashes everything the path depends on: the data, the model and SP-regularizer with their
@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from spl_bench.gaga.path import _jsonable
+from spl_bench.gaga.core.path import _jsonable
 
 #: bumped when the tracker's state changes shape: older checkpoints are then ignored
 FORMAT = 1

@@ -10,7 +10,7 @@ closed form on M (1 on E).  Its Jacobians are
 
     J_w = X_LA^T diag(v + (dv*/dell) r^2) X_LA,    J_lam = X_LA^T ((dv*/dlam) r),   r = X_LA w_A - y_L.
 
-This module follows one segment the way :class:`~spl_bench.gaga.continuation.PredictorCorrector`
+This module follows one segment the way :class:`~spl_bench.gaga.core.continuation.PredictorCorrector`
 does, with the whole loop compiled (numba, ``cache=True``):
 
 * predictor ``w + h w'`` with the tangent ``w' = -J_w^{-1} J_lam``; corrector: chord Newton on
@@ -38,13 +38,10 @@ SP classes).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 import numpy as np
 from numba import njit
-from numpy.typing import NDArray
 
+from spl_bench.gaga.core.system_base import EVENT, FULL, GAVE_UP, REACHED
 from spl_bench.sp.base import EASY, HARD, MIXED, SPRegularizer
 from spl_bench.sp.hard import HardSP
 from spl_bench.sp.linear import LinearSP
@@ -54,9 +51,6 @@ from spl_bench.sp.polynomial import PolynomialSP
 
 # SP-regularizer kinds (``SPRegularizer.compiled_kind``)
 SP_HARD, SP_LINEAR, SP_MIXTURE, SP_LOG, SP_POLYNOMIAL = 0, 1, 2, 3, 4
-
-# exit codes of ``follow``
-REACHED, EVENT, FULL, GAVE_UP = 0, 1, 2, 3
 
 #: interior points of a step (fractions) where the events are checked on the interpolant
 INTERIOR = np.array([0.2, 0.4, 0.6, 0.8])
@@ -150,7 +144,7 @@ def lu_factor(J: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, bool]:
     """LU with partial pivoting: ``(LU, perm, sign of det J, ok)``.
 
     ``ok`` is False when ``J`` is singular to working precision (the smallest pivot at most
-    1e-13 times the largest, the test of :func:`spl_bench.gaga.linalg._lu`).
+    1e-13 times the largest, the test of :func:`spl_bench.gaga.core.linalg._lu`).
     """
     k = J.shape[0]
     LU = J.copy()
@@ -904,22 +898,3 @@ def sp_kind(sp: SPRegularizer) -> tuple[int, float] | None:
     if hit is None:
         return None
     return hit[0], float(getattr(sp, hit[1])) if hit[1] else 0.0
-
-
-@dataclass
-class CompiledRun:
-    """What one call of :func:`follow` did, in the tracker's terms (:meth:`GLMSystem.compiled_follow`).
-
-    ``records``: ``(age, coefficients, intercept, tangent, its intercept, segment offset, kind)``
-    with kind ``step`` / ``critical`` / ``after``; ``events``: the handled critical points as
-    the tracker logs them; ``t_end``: the age reached (with ``status == EVENT``, a critical
-    point left to the tracker, with its ``crossed`` event positions); ``counts``:
-    factorisations, rejected steps, accepted steps, refined and factorised tangents.
-    """
-
-    status: int
-    records: list[tuple[float, Any, float, Any, float, int, str]]
-    events: list[dict[str, Any]]
-    t_end: float
-    crossed: NDArray[np.intp]
-    counts: NDArray[np.int64]

@@ -1,0 +1,218 @@
+"""The entry points of GAGA: :func:`age_path` (the exact age-path) and :func:`acs` (plain ACS).
+
+They pick the path system of the model (:func:`~spl_bench.gaga.systems.make_system`: the GLM
+system of :mod:`spl_bench.gaga.glm` or the kernel SVM's of :mod:`spl_bench.gaga.svm`) and run
+the tracker of :mod:`spl_bench.gaga.core.tracker` on it.  This module sits above the three
+packages and may import all of them; ``gaga/core`` imports neither ``gaga/glm`` nor ``gaga/svm``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from threadpoolctl import threadpool_limits
+
+from spl_bench.gaga.core import checkpoint
+from spl_bench.gaga.core.path import AgePath
+from spl_bench.gaga.core.tracker import (
+    _RUN_ONLY_OPTIONS,
+    ODE_METHODS,
+    ColumnGroups,
+    EngineOptions,
+    _Tracker,
+    acs_step,
+)
+from spl_bench.gaga.glm.glm_system import GLMSystem
+from spl_bench.gaga.svm.svm_system import SVMSystem
+from spl_bench.gaga.systems import make_system
+from spl_bench.models import Model, Params
+from spl_bench.sp import SPRegularizer
+
+Array = NDArray[np.float64]
+
+
+def acs(model: Model, sp: SPRegularizer, X: Array, y: Array, lam: float, init: Params,
+        tol: float, max_iter: int) -> tuple[Params, int, bool]:
+    """Plain ACS (GAGA Algorithm 1) at one age, stopped when ``v`` changes by ``<= tol``.
+
+    Convergence is judged on ``v`` only; the Newton polish that follows makes the
+    point exact.
+    """
+    system = make_system(model, sp, X, y)
+    params = init
+    v = sp.v_star(system.losses(params), lam)
+    for it in range(1, max_iter + 1):
+        params, v_new = acs_step(system, lam, params, v)
+        if np.max(np.abs(v_new - v), initial=0.0) <= tol:
+            return params, it, True
+        v = v_new
+    return params, max_iter, False
+
+
+def age_path(
+    X: Array,
+    y: Array,
+    model: str | Model = "lasso",
+    sp: str | SPRegularizer = "linear",
+    lam_range: tuple[float, float] = (0.1, 20.0),
+    sp_params: dict[str, Any] | None = None,
+    init: Params | None = None,
+    options: EngineOptions | None = None,
+    progress: Callable[[float, int], None] | None = None,
+    **model_params: Any,
+) -> AgePath:
+    """Compute the exact age-path of self-paced learning on ``lam_range`` (GAGA Algorithm 2).
+
+    Parameters
+    ----------
+    X, y : arrays
+        Training data (classification labels in {-1, +1}).  Lasso has no
+        intercept, so centre ``X`` and ``y`` first.
+    model : {"lasso", "logistic", "huber", "svm"} or Model
+        The learning model (objective conventions of ``docs/conventions.md``): any model
+        with a ``datafit`` and a ``penalty`` (``spl_bench.models.datafits`` / ``penalties``),
+        or the kernel SVM.
+    sp : {"linear", "mixture", "hard", "log", "polynomial"} or SPRegularizer
+        The SP-regularizer; ``sp_params`` are passed to it (``gamma`` for mixture).
+    lam_range : (float, float)
+        ``(lam_min, lam_max)``.
+    init : Params, optional
+        Starting point for the ACS solve at ``lam_min`` (default: the model with v = 1).
+    options : EngineOptions, optional
+        Tolerances and step limits.  With ``checkpoint_dir`` the computation saves its state
+        there every ``checkpoint_every`` seconds and a call with the same inputs resumes from
+        it (:mod:`spl_bench.gaga.core.checkpoint`; ``meta["n_resumes"]``, and ``meta["time_s"]``
+        includes the time before the checkpoint).
+    progress : callable, optional
+        Called after every segment with the age reached and the number of critical
+        points so far (a progress bar: ``spl-bench path``).
+    **model_params
+        Model hyper-parameters (``alpha``; ``C``; ``C``, ``kernel``, ``gamma``).
+
+    Returns
+    -------
+    AgePath
+        Recorded points (solver steps, and every critical point just before and
+        after), events, restarts and Hermite dense output ``at(lam)``.
+    """
+    from spl_bench.checks import check_finite_X
+    from spl_bench.errors import ConfigError, DataError
+    from spl_bench.models import get_model
+    from spl_bench.sp import get_sp
+
+    X = check_finite_X(X)
+    mdl = get_model(model, **model_params)
+    spr = get_sp(sp, **(sp_params or {}))
+    y = mdl.check_y(np.asarray(y).ravel())
+    if y.shape[0] != X.shape[0]:
+        raise DataError(f"X has {X.shape[0]} rows but y has {y.shape[0]}")
+    if not np.all(np.isfinite(y)):
+        raise DataError("y contains NaN or infinite values")
+    lam_min, lam_max = (float(v) for v in lam_range)
+    spr.check_lam(lam_min)
+    spr.check_lam(lam_max)
+    if not lam_min < lam_max:
+        raise ConfigError(f"lam_range must be increasing, got {lam_range}")
+    opts = options or EngineOptions()
+    if opts.method not in ODE_METHODS:
+        raise ConfigError(f"unknown ODE solver {opts.method!r}; choose one of {', '.join(ODE_METHODS)}")
+    # duplicated columns are merged where the penalty allows it (L1 without an intercept)
+    merge = getattr(getattr(mdl, "penalty", None), "merges_duplicate_columns", False)
+    groups = ColumnGroups.find(X) if merge else None
+    if groups is not None and groups.trivial:
+        groups = None
+    X_path = X if groups is None else np.ascontiguousarray(X[:, groups.keep])
+    if groups is not None and init is not None and init.coef is not None:
+        init = Params(coef=groups.reduce(np.asarray(init.coef, dtype=float)), intercept=init.intercept)
+    file: Path | None = None
+    saved: dict[str, Any] | None = None
+    if opts.checkpoint_dir is not None:
+        inputs = {"model": mdl.name, "model_params": mdl.get_params(), "sp": spr.name,
+                  "sp_params": spr.get_params(), "lam_range": [lam_min, lam_max],
+                  "init": None if init is None else [np.asarray(init.coef), float(init.intercept)]}
+        key = checkpoint.checkpoint_key(X, y, inputs, opts, _RUN_ONLY_OPTIONS)
+        file = checkpoint.checkpoint_file(opts.checkpoint_dir, key)
+        saved = checkpoint.load(file, key)
+    if saved is not None:
+        tr = saved["tracker"]
+        tr.n_resumes += 1
+        tr._progress_next = -np.inf  # a time of the process that saved it
+        system = tr.sys
+    else:
+        system = make_system(mdl, spr, X_path, y)
+        if isinstance(system, SVMSystem) and not opts.svm_active_set:
+            system.dual_solver = None
+        system.compiled_fits = opts.method == "compiled"
+        tr = _Tracker(system, mdl, spr, X_path, y, opts)
+    tr.progress = progress
+    # time_s counts the time before the checkpoint this call resumed from
+    t0 = time.perf_counter() - (saved["elapsed"] if saved is not None else 0.0)
+    last_save = time.monotonic()
+
+    def after_segment() -> None:
+        nonlocal last_save
+        if file is not None and time.monotonic() - last_save >= opts.checkpoint_every:
+            checkpoint.save(file, key, tr, time.perf_counter() - t0)
+            last_save = time.monotonic()
+
+    # many small dense solves: one BLAS thread is faster, and much faster on a loaded machine
+    with threadpool_limits(limits=opts.blas_threads, user_api="blas"):
+        if saved is None:
+            tr.start(lam_min, init)
+        tr.follow(lam_max, after_segment)
+    if file is not None:
+        file.unlink(missing_ok=True)
+    meta = {
+        "model": mdl.name,
+        "model_params": {k: v for k, v in mdl.get_params().items()},
+        "sp": spr.name,
+        "sp_params": spr.get_params(),
+        "lam_range": [lam_min, lam_max],
+        "n_samples": int(X.shape[0]),
+        "n_features": int(X.shape[1]),
+        "time_s": time.perf_counter() - t0,
+        "time_before_resume_s": saved["elapsed"] if saved is not None else 0.0,
+        "n_resumes": tr.n_resumes,
+        "n_solver_steps": tr.n_steps,
+        "n_rhs": tr.n_rhs,
+        "n_singular": tr.n_singular,
+        "n_lstsq": tr.n_lstsq,
+        "n_failed_warm_starts": tr.n_failed_warm_starts,
+        "ode_method": opts.method,
+        "n_stiff_switches": tr.n_stiff_switches,
+        "n_compiled_calls": tr.n_compiled_calls,
+        "n_compiled_events": tr.n_compiled_events,
+        "n_compiled_handbacks": tr.n_compiled_handbacks,
+        "n_retaken_steps": tr.n_retaken_steps,
+        "n_acs_skips": tr.n_acs_skips,
+        "n_acs_skipped": tr.n_acs_skipped,
+    }
+    if isinstance(system, GLMSystem):
+        meta["n_refined_solves"] = system.n_refined
+        meta["n_jacobian_factors"] = system.n_full_factors
+    if isinstance(system, SVMSystem):
+        meta["kernel_gamma"] = float(system.gamma)
+        meta["n_schur_updates"] = system.n_schur_updates
+        if system.dual_solver is not None:
+            meta["n_acs_fits"] = system.dual_solver.n_fits
+            meta["n_acs_libsvm_fallbacks"] = system.dual_solver.n_fallbacks
+            meta["n_acs_highs"] = system.dual_solver.n_highs
+            meta["n_acs_lowrank"] = system.dual_solver.n_lowrank
+            meta["n_acs_libsvm_starts"] = system.dual_solver.n_libsvm_starts
+    if groups is None:
+        return tr.to_path(meta)
+    meta["duplicate_column_groups"] = [np.flatnonzero(groups.group == g).tolist()
+                                       for g in np.flatnonzero(groups.size > 1)]
+    path = tr.to_path(meta)
+    path.coef = groups.expand(path.coef)
+    path.d_vec = groups.expand(path.d_vec)
+    for e in path.events:  # feature indices of lasso moves back to original columns
+        for m in e["moves"]:
+            if m[1] in ("A", "inactive"):
+                m[0] = int(groups.keep[m[0]])
+    return path
