@@ -109,41 +109,56 @@ class BatchHost:
         return np.array([cho_solve(c, b - a + rho * z, check_finite=False)
                          for c, b, a in zip(self.cho, self.b, alpha, strict=True)])
 
-    def objectives(self, W: Array, z: Array, lam: float, sp: SPRegularizer) -> Array:
+    def objectives(self, W: Array, z: Array, lam: float, sp: SPRegularizer, chunk: int = 4096) -> Array:
         """Per batch ``[f_i(w_i, v_i; lam), sum_j v_ij, f_i(z, v_i; lam)]``, the batch terms of (4)-(5).
 
         ``f_i(w, v; lam) = sum_j v_j (y_j - w^T x_j)^2 + sum_j f_SP(v_j, lam)``.  One pass over
-        ``X_i`` gives the losses at ``w_i`` and at ``z``; those at ``w_i`` are kept for
-        :meth:`v_step`.
+        ``X_i``, in blocks of ``chunk`` rows, gives the losses at ``w_i`` and at ``z``; those at
+        ``w_i`` are kept (in a buffer allocated once per batch) for :meth:`v_step`.  Every
+        temporary is a block (for the reason given in :meth:`gram`).
         """
         out = np.empty((len(self.batches), 3))
-        self._ell = []
-        for j, (batch, v) in enumerate(zip(self.batches, self.v, strict=True)):
-            R = batch.y[:, None] - batch.X @ np.column_stack([W[j], z])
-            ell = R * R
-            pen = float(np.sum(sp.penalty(v, lam)))
-            out[j] = (float(v @ ell[:, 0]) + pen, float(v.sum()), float(v @ ell[:, 1]) + pen)
-            self._ell.append(np.ascontiguousarray(ell[:, 0]))
+        if len(self._ell) != len(self.batches):
+            self._ell = [np.empty(b.y.shape[0]) for b in self.batches]
+        p = self.batches[0].X.shape[1] if self.batches else 0
+        buf, wz = np.empty((chunk, 2)), np.empty((p, 2))
+        for j, (batch, v, ell) in enumerate(zip(self.batches, self.v, self._ell, strict=True)):
+            wz[:, 0], wz[:, 1] = W[j], z
+            f_w = f_z = pen = 0.0
+            for a in range(0, batch.y.shape[0], chunk):
+                R = np.matmul(batch.X[a:a + chunk], wz, out=buf[: min(chunk, batch.y.shape[0] - a)])
+                np.subtract(batch.y[a:a + chunk, None], R, out=R)  # residuals at w_i and at z
+                np.multiply(R, R, out=R)
+                vc = v[a:a + chunk]
+                f_w += float(vc @ R[:, 0])
+                f_z += float(vc @ R[:, 1])
+                pen += float(np.sum(sp.penalty(vc, lam)))
+                ell[a:a + R.shape[0]] = R[:, 0]
+            out[j] = (f_w + pen, float(v.sum()), f_z + pen)
         return out
 
-    def v_step(self, W: Array | None = None, *, lam: float, sp: SPRegularizer) -> float:
+    def v_step(self, W: Array | None = None, *, lam: float, sp: SPRegularizer, chunk: int = 4096) -> float:
         """``v_i = v*(ell(w_i), lam)``, eq. (11) (``1[ell < lam]`` for the hard regularizer).
 
-        Without ``W`` the losses kept by the last :meth:`objectives` are used.  Returns the
-        number of weights that changed, ``sum_ij |v_ij^new - v_ij^old|``.
+        Without ``W`` the losses kept by the last :meth:`objectives` are used.  ``v_i`` is
+        updated in place, block by block.  Returns the number of weights that changed,
+        ``sum_ij |v_ij^new - v_ij^old|``.
         """
         if W is None:
             ell = self._ell
         else:
             ell = [(b.y - b.X @ w) ** 2 for b, w in zip(self.batches, W, strict=True)]
-        new = [sp.v_star(e, lam) for e in ell]
-        changed = float(sum(np.abs(a - b).sum() for a, b in zip(new, self.v, strict=True)))
-        self.v = new
+        changed = 0.0
+        for e, v in zip(ell, self.v, strict=True):
+            for a in range(0, e.shape[0], chunk):
+                new = sp.v_star(e[a:a + chunk], lam)
+                changed += float(np.abs(new - v[a:a + chunk]).sum())
+                v[a:a + chunk] = new
         return changed
 
     def get_v(self) -> list[Array]:
-        """The current ``v_i`` of every batch here."""
-        return list(self.v)
+        """Copies of the current ``v_i`` of every batch here (the host updates its own in place)."""
+        return [v.copy() for v in self.v]
 
     def blas_threads(self) -> int:
         """BLAS threads of the process the host lives in."""
