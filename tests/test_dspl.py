@@ -200,3 +200,28 @@ def test_table2_setting_dspl_recovers_and_matches_centralised_spl(k):
         # same partial optimum as centralised SPL run with the same schedule
         ws, _, _, _ = spl_hard_path(d.X, d.y, lam0=0.1, tau=1.0, mu=1.1)
         assert np.linalg.norm(ws[-1] - res.z) < 1e-5
+
+
+@pytest.mark.parametrize("sp_name", ["hard", "linear"])
+def test_the_v_step_made_ahead_is_the_v_step_then_gram(sp_name):
+    """objectives(ahead=True) + v_step gives the v_i, G_i, b_i of v_step then gram, to the bit;
+    with another lam, or with W given (v in the ADMM loop), the plain route is taken."""
+    from spl_bench.methods.dspl_backends import Batch, BatchHost
+    from spl_bench.sp import get_sp
+
+    rng = np.random.default_rng(5)
+    batches = [Batch(rng.normal(size=(9000, 6)), rng.normal(size=9000)) for _ in range(2)]
+    W, z, sp = rng.normal(size=(2, 6)), rng.normal(size=6), get_sp(sp_name)
+    plain, ahead = BatchHost([0, 1], *batches), BatchHost([0, 1], *batches)
+    for lam in (0.8, 1.3):  # two outer iterations: the second starts from the first's v
+        for host in (plain, ahead):
+            host.gram()
+        np.testing.assert_array_equal(plain.objectives(W, z, lam, sp), ahead.objectives(W, z, lam, sp, ahead=True))
+        assert plain.v_step(lam=lam, sp=sp) == ahead.v_step(lam=lam, sp=sp)
+        plain.gram()
+        for a, b in zip(plain.v + plain.G + plain.b, ahead.v + ahead.G + ahead.b, strict=True):
+            np.testing.assert_array_equal(a, b)
+        W = W + 0.1
+    ahead.objectives(W, z, 2.0, sp, ahead=True)
+    changed = ahead.v_step(lam=2.5, sp=sp)  # another lam: the work made ahead is not used
+    assert ahead._ahead is None and not ahead._gram_current and changed >= 0

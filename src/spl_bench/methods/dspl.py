@@ -231,7 +231,9 @@ def dspl_solve(
         t_admm = time.perf_counter() - t0 - t_setup
         # augmented Lagrangian (5) at the end of the ADMM solve, with the v and lam it used, and
         # the centralised objective (4) at z: [f_i(w_i), sum v_i, f_i(z)] per batch, one pass over X_i
-        parts = np.concatenate(backend.call("objectives", backend.split(W), z=z, lam=lam, sp=sp))
+        # ahead: the same pass makes the v-step (11) and the next Gram matrices (7), kept on the
+        # hosts until the v_step call below takes them over
+        parts = np.concatenate(backend.call("objectives", backend.split(W), z=z, lam=lam, sp=sp, ahead=True))
         f_sum, n_sel = float(parts[:, 0].sum()), float(parts[:, 1].sum())
         L = (f_sum + reg * float(z @ z) + float(np.sum(alpha * (W - z))) + 0.5 * rho_val * r2)
         objective = float(parts[:, 2].sum()) + reg * float(z @ z)

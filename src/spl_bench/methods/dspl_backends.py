@@ -52,6 +52,14 @@ def blas_threads() -> int:
     return max((int(i["num_threads"]) for i in threadpool_info() if i.get("user_api") == "blas"), default=1)
 
 
+def _accumulate_gram(G: Array, b: Array, Xc: Array, yc: Array, vc: Array, buf: Array) -> None:
+    """Add one block's ``A_c^T A_c`` to ``G`` and ``A_c^T (sqrt(v_c) y_c)`` to ``b``, ``A_c = diag(sqrt(v_c)) X_c``."""
+    s = np.sqrt(vc)
+    A = np.multiply(Xc, s[:, None], out=buf[: s.shape[0]])
+    G += A.T @ A
+    b += A.T @ (s * yc)
+
+
 class BatchHost:
     """Some batches of DSPL and their state, kept in one process for the whole run.
 
@@ -72,6 +80,11 @@ class BatchHost:
         self.b: list[Array] = []
         self.cho: list[tuple[Array, bool]] = []
         self._ell: list[Array] = []
+        # the v-step of eq. (11) and the Gram matrices of its v, made ahead in the pass of
+        # objectives() over X_i and taken over by v_step(); None when there is none
+        self._ahead: tuple[float, list[Array], list[Array], list[Array], float] | None = None
+        self._gram_current = False  # G_i, b_i belong to the current v_i
+        self._spare_v: list[Array] = []  # the v_i before the last v-step: the next one's buffers
 
     def gram(self, chunk: int = 4096) -> list[float]:
         """``G_i = 2 X_i^T V_i X_i`` and ``b_i = 2 X_i^T V_i y_i`` of eq. (7); returns ``tr(G_i)``.
@@ -83,18 +96,17 @@ class BatchHost:
         buffer is allocated once: Dask's nanny sets ``MALLOC_TRIM_THRESHOLD_``, which turns
         off glibc's adaptive mmap threshold, so a fresh block per step would be a fresh mmap.
         """
-        self.G, self.b = [], []
-        p = self.batches[0].X.shape[1]
-        buf = np.empty((chunk, p))
-        for batch, v in zip(self.batches, self.v, strict=True):
-            G, b = np.zeros((p, p)), np.zeros(p)
-            for a in range(0, batch.y.shape[0], chunk):
-                s = np.sqrt(v[a:a + chunk])
-                A = np.multiply(batch.X[a:a + chunk], s[:, None], out=buf[: s.shape[0]])
-                G += A.T @ A
-                b += A.T @ (s * batch.y[a:a + chunk])
-            self.G.append(2.0 * G)
-            self.b.append(2.0 * b)
+        if not self._gram_current:  # else the v-step already made them in its pass over X_i
+            self.G, self.b = [], []
+            p = self.batches[0].X.shape[1]
+            buf = np.empty((chunk, p))
+            for batch, v in zip(self.batches, self.v, strict=True):
+                G, b = np.zeros((p, p)), np.zeros(p)
+                for a in range(0, batch.y.shape[0], chunk):
+                    _accumulate_gram(G, b, batch.X[a:a + chunk], batch.y[a:a + chunk], v[a:a + chunk], buf)
+                self.G.append(2.0 * G)
+                self.b.append(2.0 * b)
+            self._gram_current = True
         return [float(np.trace(G)) for G in self.G]
 
     def factor(self, rho: float) -> None:
@@ -109,32 +121,57 @@ class BatchHost:
         return np.array([cho_solve(c, b - a + rho * z, check_finite=False)
                          for c, b, a in zip(self.cho, self.b, alpha, strict=True)])
 
-    def objectives(self, W: Array, z: Array, lam: float, sp: SPRegularizer, chunk: int = 4096) -> Array:
+    def objectives(
+        self, W: Array, z: Array, lam: float, sp: SPRegularizer, chunk: int = 4096, ahead: bool = False
+    ) -> Array:
         """Per batch ``[f_i(w_i, v_i; lam), sum_j v_ij, f_i(z, v_i; lam)]``, the batch terms of (4)-(5).
 
         ``f_i(w, v; lam) = sum_j v_j (y_j - w^T x_j)^2 + sum_j f_SP(v_j, lam)``.  One pass over
         ``X_i``, in blocks of ``chunk`` rows, gives the losses at ``w_i`` and at ``z``; those at
         ``w_i`` are kept (in a buffer allocated once per batch) for :meth:`v_step`.  Every
         temporary is a block (for the reason given in :meth:`gram`).
+
+        With ``ahead`` the same pass also makes the v-step that would follow, ``v_i' = v*(ell(w_i),
+        lam)`` (eq. (11)), and the Gram matrices of ``v_i'`` (eq. (7)) while each block of ``X_i``
+        is in cache: the outer iteration then reads ``X_i`` once instead of twice.  They are kept
+        aside and become the state only if :meth:`v_step` is called next with the same ``lam``
+        (the outer loop goes on); the numbers are those of :meth:`v_step` then :meth:`gram`.
         """
         out = np.empty((len(self.batches), 3))
         if len(self._ell) != len(self.batches):
             self._ell = [np.empty(b.y.shape[0]) for b in self.batches]
         p = self.batches[0].X.shape[1] if self.batches else 0
-        buf, wz = np.empty((chunk, 2)), np.empty((p, 2))
+        buf, wz, gbuf = np.empty((chunk, 2)), np.empty((p, 2)), np.empty((chunk, p))
+        new_v: list[Array] = []
+        new_G: list[Array] = []
+        new_b: list[Array] = []
+        changed = 0.0
         for j, (batch, v, ell) in enumerate(zip(self.batches, self.v, self._ell, strict=True)):
             wz[:, 0], wz[:, 1] = W[j], z
             f_w = f_z = pen = 0.0
+            if ahead:
+                vn = self._spare_v[j] if len(self._spare_v) == len(self.v) else np.empty_like(v)
+                G, b = np.zeros((p, p)), np.zeros(p)
             for a in range(0, batch.y.shape[0], chunk):
-                R = np.matmul(batch.X[a:a + chunk], wz, out=buf[: min(chunk, batch.y.shape[0] - a)])
-                np.subtract(batch.y[a:a + chunk, None], R, out=R)  # residuals at w_i and at z
+                Xc, yc = batch.X[a:a + chunk], batch.y[a:a + chunk]
+                R = np.matmul(Xc, wz, out=buf[: yc.shape[0]])
+                np.subtract(yc[:, None], R, out=R)  # residuals at w_i and at z
                 np.multiply(R, R, out=R)
                 vc = v[a:a + chunk]
                 f_w += float(vc @ R[:, 0])
                 f_z += float(vc @ R[:, 1])
                 pen += float(np.sum(sp.penalty(vc, lam)))
                 ell[a:a + R.shape[0]] = R[:, 0]
+                if ahead:
+                    vn[a:a + chunk] = sp.v_star(ell[a:a + chunk], lam)
+                    changed += float(np.abs(vn[a:a + chunk] - vc).sum())
+                    _accumulate_gram(G, b, Xc, yc, vn[a:a + chunk], gbuf)
             out[j] = (f_w + pen, float(v.sum()), f_z + pen)
+            if ahead:
+                new_v.append(vn)
+                new_G.append(2.0 * G)
+                new_b.append(2.0 * b)
+        self._ahead = (lam, new_v, new_G, new_b, changed) if ahead else None
         return out
 
     def v_step(self, W: Array | None = None, *, lam: float, sp: SPRegularizer, chunk: int = 4096) -> float:
@@ -144,6 +181,12 @@ class BatchHost:
         updated in place, block by block.  Returns the number of weights that changed,
         ``sum_ij |v_ij^new - v_ij^old|``.
         """
+        if W is None and self._ahead is not None and self._ahead[0] == lam:
+            self._spare_v = self.v
+            _, self.v, self.G, self.b, changed = self._ahead  # made by objectives(ahead=True)
+            self._ahead, self._gram_current = None, True
+            return changed
+        self._ahead, self._gram_current = None, False
         if W is None:
             ell = self._ell
         else:
