@@ -1,4 +1,4 @@
-"""Checkpointed age-paths (gaga/checkpoint.py): a path interrupted and resumed from its last
+"""Checkpointed age-paths (gaga/core/checkpoint.py): a path interrupted and resumed from its last
 checkpoint equals the path computed in one go, bit for bit."""
 
 from __future__ import annotations

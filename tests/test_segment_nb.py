@@ -1,4 +1,4 @@
-"""The compiled lasso segment follower (``EngineOptions.method="compiled"``, gaga/segment_nb.py).
+"""The compiled lasso segment follower (``EngineOptions.method="compiled"``, gaga/glm/segment_nb.py).
 
 Each compiled piece against an independent computation: the regularizers' closed forms against
 the SP classes, ``F``, its Jacobians and the event functions against the NumPy path system
@@ -165,7 +165,7 @@ def test_compiled_method_leaves_other_models_on_the_ode_route():
 @given(seed=st.integers(0, 10_000), n=st.integers(5, 40), d=st.integers(1, 12), dup=st.booleans(),
        alpha=st.floats(0.005, 0.5), warm=st.booleans())
 def test_compiled_weighted_lasso_is_the_reference_fit(seed, n, d, dup, alpha, warm):
-    """The compiled active-set lasso (inner_nb) against the NumPy one and the subgradient
+    """The compiled active-set lasso (gaga/glm/inner_nb.py) against the NumPy one and the subgradient
     conditions, with zero weights, duplicated columns and warm starts."""
     from spl_bench.gaga.glm.inner import weighted_lasso
 

@@ -11,7 +11,8 @@ so an *inner solver* is anything with those three methods:
     at every ACS iteration: libsvm cannot warm-start), scikit-learn's coordinate
     descent for the lasso and the logistic regression.  The paper's baseline.
 ``exact``
-    the exact warm-started solvers GAGA's warm starts use (``spl_bench.gaga.systems``):
+    the exact warm-started solvers GAGA's warm starts use (``spl_bench.gaga.svm.inner``,
+    ``spl_bench.gaga.glm.inner``):
     :class:`ExactSVMFits` (``WeightedSVMDual`` on the precomputed kernel) and
     :class:`ExactLassoFits` (``weighted_lasso``); the logistic regression keeps the
     model's solver (GAGA has no exact solver for it).
@@ -91,9 +92,9 @@ class _ACSDual(WeightedSVMDual):
     primal active-set method (``_active_set_qp``) that changes one bound per iteration and
     factorises the KKT matrix of the free set afresh each time.  With a linear kernel the free
     set has at most ``d + 1`` samples (rank ``Q <= d``; guess-and-check is singular there), so
-    that is cheap; with an RBF kernel on a Table 2 row it is not (pendigits, 2,098 rows: one
-    fallback took 770+ iterations with ~370 free samples, and the run spent nearly all its time
-    there).  ACS then fits that step by libsvm instead, as the model's solver would (and not
+    that is cheap; with an RBF kernel it is not (hundreds of free samples, one bound change and
+    one new factorisation per iteration, hundreds of iterations per fallback).  ACS then fits
+    that step by libsvm instead, as the model's solver would (and not
     from libsvm's sets exactly, as GAGA's warm starts do: ``libsvm_start`` is off).
     """
 
@@ -183,8 +184,8 @@ class ExactSVMFits:
         return self._params(np.clip(a, 0.0, self.C * v), float(b))
 
     def acs_affine_state(self, params: Params, sp: SPRegularizer, lam: float) -> tuple[Array, Array] | None:
-        """The affine state of the latest fit for :class:`~spl_bench.gaga.acs_skip.AffineSkip`
-        (:func:`~spl_bench.gaga.acs_skip.svm_state`, as GAGA's warm starts use it)."""
+        """The affine state of the latest fit for :class:`~spl_bench.gaga.core.acs_skip.AffineSkip`
+        (:func:`~spl_bench.gaga.svm.acs_skip.svm_state`, as GAGA's warm starts use it)."""
         return svm_state(self.dual, self._last, params.dual_coef, self.C, sp, lam)
 
     def acs_jump_to(self, x: Array, q: Array) -> Params:
@@ -227,7 +228,7 @@ class _ModelMeasures:
 class ExactLassoFits(_ModelMeasures):
     """The v-weighted lasso solved exactly by GAGA's warm-started active-set method.
 
-    ``weighted_lasso`` (``spl_bench.gaga.systems``) from the previous iterate's
+    ``weighted_lasso`` (``spl_bench.gaga.glm.inner``) from the previous iterate's
     coefficients; where it does not converge the step falls back to the model's
     coordinate descent.  Losses and KKT checks are the model's (cheap here).
     """
@@ -263,7 +264,7 @@ class ExactLassoFits(_ModelMeasures):
 # ------------------------------------------------------------------ smooth GLMs (logistic)
 class ExactGLMFits(_ModelMeasures):
     """The v-weighted fit of a smooth GLM with many features by the Newton iterations of GAGA's
-    warm starts (:meth:`~spl_bench.gaga.glm_system.GLMDesign.newton_fit`: each Newton system by
+    warm starts (:meth:`~spl_bench.gaga.glm.glm_system.GLMDesign.newton_fit`: each Newton system by
     conjugate gradients on the Cholesky factor of an earlier Hessian, instead of forming and
     factorising the Hessian at every step); the model's solver where it does not apply (no warm
     start, degenerate weights) or does not converge.  Losses and KKT checks are the model's.

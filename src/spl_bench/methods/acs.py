@@ -62,7 +62,7 @@ def acs_solve(
 
     ``skip``: where the inner solver knows the ACS map to be affine (``acs_affine_state``:
     the exact SVM fits with the linear or hard SP), runs of iterations that change no set
-    are skipped by :class:`~spl_bench.gaga.acs_skip.AffineSkip` and ACS goes on from the
+    are skipped by :class:`~spl_bench.gaga.core.acs_skip.AffineSkip` and ACS goes on from the
     iterate they lead to (they count as one iteration).
     """
     params = init
@@ -106,14 +106,14 @@ class ACS(SPLEstimator):
         (libsvm for the SVM, a cold fit every time; scikit-learn's coordinate descent
         for the lasso and the logistic regression), as the paper's baseline.
         ``exact`` (default): the exact warm-started active-set solvers of GAGA
-        (``spl_bench.gaga.systems.WeightedSVMDual`` on the precomputed kernel,
+        (``spl_bench.gaga.svm.inner.WeightedSVMDual`` on the precomputed kernel,
         ``weighted_lasso``); the logistic regression keeps the model's solver.  Both
         reach the same partial optima (``docs/acs.md``); ``exact`` is many times
         faster on the SVM.
     acs_skip : bool
         With the exact SVM fits and the linear or hard SP, skip the iterations where ACS
         creeps along one affine piece (no set changes) by extrapolating them
-        (:mod:`spl_bench.gaga.acs_skip`, as GAGA's warm starts do); ACS's own iterations
+        (:mod:`spl_bench.gaga.core.acs_skip`, as GAGA's warm starts do); ACS's own iterations
         make every set change.  ``False``: every iteration is computed (``docs/acs.md``).
     """
 

@@ -36,8 +36,8 @@ class GAGA(SPLEstimator):
         The scipy ODE solver that follows the path between critical points; ``"auto"``
         is RK45, handing a segment over to LSODA when it takes many short steps.  ``"PC"``:
         predictor-corrector continuation on ``F = 0`` (one factorisation per step;
-        :mod:`spl_bench.gaga.continuation`), the same critical points.  ``"compiled"``: the
-        lasso's segments by the compiled predictor-corrector (:mod:`spl_bench.gaga.segment_nb`),
+        :mod:`spl_bench.gaga.core.continuation`), the same critical points.  ``"compiled"``: the
+        lasso's segments by the compiled predictor-corrector (:mod:`spl_bench.gaga.glm.segment_nb`),
         every other model as ``"auto"``.
     rtol, atol, max_step : float
         ODE solver settings.
@@ -57,7 +57,7 @@ class GAGA(SPLEstimator):
     checkpoint_dir : str, optional
         Save the path's state there every ``checkpoint_every`` seconds; a fit on the same data
         with the same parameters resumes from it (a path longer than a session:
-        :mod:`spl_bench.gaga.checkpoint`).  Does not change the path.
+        :mod:`spl_bench.gaga.core.checkpoint`).  Does not change the path.
     checkpoint_every : float
         Seconds between two checkpoints.
     blas_threads : int
