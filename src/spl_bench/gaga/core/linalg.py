@@ -37,7 +37,7 @@ class Factor:
     is the sign of ``det J`` (0 when singular; for merged duplicates, that of the merged
     system, the one whose sign changes at a fold).  Solutions are never NaN.
 
-    The common singular case is duplicated training rows (mfeat-pixel has some): two
+    The common singular case is duplicated training rows (some benchmark data have them): two
     identical samples on the margin give ``J`` two equal rows and two equal columns,
     and only the sum of their unknowns is determined.  Such groups are merged (one
     row, one column), the reduced system is LU-factorised, and each group's sum is
@@ -124,9 +124,10 @@ class Factor:
 
 class RankOnePlusSparse:
     """Products with ``X = 1 m^T + S`` (``S`` sparse) without the dense ``X``: ``X x = S x + (m^T x) 1``
-    and ``X^T u = S^T u + (1^T u) m``.  Standardised binary or count features (hiva_agnostic:
-    8 % of the entries differ from their column's most frequent value) make ``S`` sparse, and a
-    product then reads a tenth of the memory.  The results equal the dense products to rounding.
+    and ``X^T u = S^T u + (1^T u) m``.  Standardised binary or count features (most entries
+    equal their column's most frequent value ``m_j``) make ``S`` sparse, and a product then
+    reads ``nnz(S)`` entries instead of ``n k``.  The results equal the dense products to
+    rounding.
 
     Supports ``X @ x`` and ``A @ X`` (``x``, ``A`` 1-D or 2-D), ``X.T`` (the same for ``X^T``),
     ``abs(X)`` (``|X| = 1 |m|^T + (|m + S| - |m|)`` on the pattern of ``S``: exact) and ``shape``;
@@ -246,7 +247,8 @@ class CholeskyFactor:
     sign = 1.0
 
     #: preconditioner applications after which the explicit inverse is formed (``potri``: about
-    #: the cost of the factorisation; a ``symv`` then costs a fifth of the two triangular solves)
+    #: the cost of the factorisation; a ``symv`` then does the work of the two triangular solves,
+    #: ``k^2`` multiply-adds, in one pass without their sequential dependence)
     INVERSE_AFTER = 20
 
     def __init__(self, J: Array, c: Array) -> None:
@@ -510,8 +512,9 @@ def groups_hint(labels: NDArray[np.intp]) -> tuple[NDArray[np.intp], Array, NDAr
 
 
 #: SchurBlocks.complement: the point of a set configuration at which W is reduced to tridiagonal.
-#: The second: the reduction costs three to four LUs and RK45 asks nearly every configuration for
-#: ten points or more, while a configuration asked for a single point keeps its one LU (docs/gaga.md)
+#: The second: the reduction costs about four LUs (``sytrd`` and ``orgqr`` about ``4 m^3 / 3`` flops
+#: each, an LU ``2 m^3 / 3``) and an RK45 segment asks its configuration for many points (six
+#: stages a step, the projections), while a configuration asked for a single point keeps its one LU
 UNIFORM_REDUCE_AT = 2
 
 
@@ -554,10 +557,9 @@ class SchurBlocks:
         When ``c`` is one value for every index (the linear SP-regularizer: ``dv/dl = -1/lam``
         for every mixed sample) and ``W`` is symmetric (the SVM's is), ``S = Q (I + c T) Q^T``
         with ``W = Q T Q^T`` tridiagonal, reduced once per set configuration at its
-        ``UNIFORM_REDUCE_AT``-th such point (``sytrd`` and ``orgqr`` cost three to four LUs at
-        order 400; an RK45 segment asks for ten or more points, a predictor-corrector one for a
-        few): each point is then a tridiagonal LU and two products with ``Q``.  Else one LU
-        per point.
+        ``UNIFORM_REDUCE_AT``-th such point (``sytrd`` and ``orgqr`` cost about four LUs; an RK45
+        segment asks for many points, a predictor-corrector one for a few): each point is then a
+        tridiagonal LU and two products with ``Q``.  Else one LU per point.
         """
         if c.size >= 3 and self._tri is not False and uniform_value(c) is not None:
             self._n_uniform += 1
@@ -631,10 +633,10 @@ class SchurFactor:
     def solve(self, rhs: Array) -> Array:
         """Block elimination, then one step of iterative refinement on the residual of
         ``J`` (the Schur complement loses a little accuracy when ``A`` is ill-conditioned),
-        taken only if that residual exceeds ``1e-12`` of the right-hand side (on mfeat the
-        step changed the solution by at most 3e-12 relative; ``refine=False``: none, for a
-        caller that refines on its own system).  ``rhs``: a vector or a matrix of right-hand
-        sides."""
+        taken only if that residual exceeds ``1e-12`` of the right-hand side (a residual that
+        small is already at the Newton tolerance that decides the path's accuracy;
+        ``refine=False``: none, for a caller that refines on its own system).  ``rhs``: a vector
+        or a matrix of right-hand sides."""
         b = self.b
         r1, r2 = rhs[b.i1], rhs[b.i2]
         x1, x2 = self._solve(r1, r2)
@@ -709,7 +711,8 @@ class Tridiagonal:
         if info != 0:
             return None
         # reflectors below the subdiagonal: those of a QR of red[1:, :m-1] (Q = diag(1, Q1)),
-        # formed by orgqr (about half the time of applying them to the identity with ormqr)
+        # formed by orgqr, which knows it starts from the identity and skips its zero blocks
+        # (ormqr applied to the identity does not)
         Q = np.eye(m)
         Q1, _, info = dorgqr(red[1:, : m - 1], tau[: m - 1], lwork=max(64 * m, 1))
         if info != 0 or not np.isfinite(Q1).all():

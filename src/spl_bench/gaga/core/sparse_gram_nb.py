@@ -3,11 +3,12 @@
 Column ``j`` of the upper triangle is ``sum_i D_i S_ij S_i,[j:]`` over the rows ``i`` with an
 entry in column ``j``: the rows' entries from column ``j`` on are added into one dense buffer
 of length ``k``, which stays in the cache, instead of scattering every product into the
-``k x k`` result.  With ``S`` holding 8 % of a 2,306 x 1,617 design (hiva_agnostic) that is
-about 20 million products, against 3 billion multiply-adds for the dense rank-k update.
+``k x k`` result.  A row with ``m`` non-zeros costs ``m (m + 1) / 2`` products, so a share
+``rho`` of non-zeros costs about ``n (rho k)^2 / 2``, against ``n k^2 / 2`` multiply-adds for
+the dense rank-k update.
 
-Compiled with numba (``cache=True``: the first call on a machine compiles, a few seconds, later
-processes load the cache).
+Compiled with numba (``cache=True``: the first call on a machine compiles, later processes
+load the cache).
 """
 
 from __future__ import annotations

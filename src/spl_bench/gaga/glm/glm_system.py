@@ -72,8 +72,9 @@ class GLMDesign:
     #: formed afresh
     refine_max_iter = 40
     #: an accepted refined solve that took more products than this retires its reference: the
-    #: next solve forms the matrix at its own point (about 70 products' worth at 1,618 unknowns)
-    #: and the solves after it converge in a few
+    #: next solve forms the matrix at its own point (``O(n k^2)`` to form and ``O(k^3)`` to factorise
+    #: against ``O(n k)`` per product, so a slow reference costs more than a new one) and the solves
+    #: after it converge in a few
     refine_refresh = 15
     #: inexact Newton in :meth:`newton_fit`: a refined solve of a Newton system stops at a relative
     #: residual ``min(newton_forcing, |g| / scale)`` (the forcing term of inexact Newton, which keeps
@@ -86,8 +87,9 @@ class GLMDesign:
     #: (:meth:`_fit_rows`); False: always the dense rows
     sparse_products = True
     #: ``J_theta`` and the fits' Hessians from the non-zeros of ``S`` (:meth:`_gram`) when at most
-    #: this share of ``S`` is non-zero: a pair of non-zeros costs about 60 multiply-adds of the
-    #: dense rank-k update (2,306 x 1,617 at 8.4 %: 0.22 against 0.41 s), so it pays below ~12 %
+    #: this share ``rho`` of ``S`` is non-zero: the loop costs about ``n (rho k)^2 / 2`` products
+    #: against the dense rank-k update's ``n k^2 / 2`` multiply-adds, but a product of the loop
+    #: (scattered rows, cache misses) costs some 60 of BLAS's, so it pays while ``60 rho^2 < 1``
     sparse_gram_max_density = 0.1
 
     def __init__(self, model: Model, X: Array, y: Array) -> None:

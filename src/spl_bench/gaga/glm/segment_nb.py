@@ -863,7 +863,7 @@ def _locate(XA, XI, y, code, sign_A, acols, icols, lev, kind, p, XL, yL, cL, gra
                 a, fa, b, fb, pb = c_lo, f_lo, c_hi, f_hi, p_hi
     if not (fa >= 0 > fb):
         return t_end, w_end, False
-    # Illinois (``engine.illinois``: the same stopping rules)
+    # Illinois (``core.tracker.illinois``: the same stopping rules)
     side = 0
     for _ in range(60):
         if b - a <= xtol:

@@ -273,8 +273,9 @@ class WeightedSVMDual:
                     return out
                 start = a_qp
         elif self.libsvm_start:
-            # on the Table 2 pendigits row (RBF, 2,098 rows) 2 % of the fits ended here; from the
-            # warm start the primal active-set method then took 35-800 bound changes each
+            # few fits end here, but from the warm start the primal active-set method changes one
+            # bound per step, and with an RBF kernel hundreds of samples can be free: libsvm's
+            # sets are close to the optimum's, so guess-and-check from them settles at once
             a_svm = self._libsvm_point(u)
             if a_svm is not None:
                 out = self._exact_at_sets_of(u, a_svm)
@@ -346,8 +347,8 @@ class WeightedSVMDual:
         A point of the age-path warm-starts the first ACS fit after a jump (GAGA Algorithm 2,
         line 8) in a box ``u = C v*`` of a new age.  Its samples in M sit at ``a_i = C v_i`` of
         the old age, inside the new box, so :meth:`_sets_of` takes them all for free samples
-        (hundreds on the Table 11 rows, where a free set holds at most ``d + 1`` independent
-        ones); their margins say they belong at the bound.
+        (``|M|`` of them, while with a linear kernel a free set holds at most ``d + 1``
+        independent ones); their margins say they belong at the bound.
         """
         live = u > 0
         g = 1.0 - self._Q_times(a0) - self.y * b0
@@ -479,9 +480,9 @@ class WeightedSVMDual:
 
         Guess-and-check moves every violator at once; from a poor guess it can wander without
         end, and with a low-rank ``Q`` (a linear kernel: rank ``Q <= d``) its systems are singular
-        whenever more than ``d + 1`` samples are guessed free (on breast cancer with a linear
-        kernel it gave up on every fit of a warm start, and libsvm's inexact points then misled
-        the polish).  Here the iterates stay feasible (box and ``y^T a = 0``) and the objective
+        whenever more than ``d + 1`` samples are guessed free, so it can give up on every fit of
+        a warm start, and libsvm's inexact points would then mislead the polish.  Here the
+        iterates stay feasible (box and ``y^T a = 0``) and the objective
         never increases: on the free set ``F`` the equality-constrained step solves
         ``[Q_FF y_F; y_F^T 0] [p; mu] = [-grad_F; 0]``; if that system is singular and
         inconsistent, the residual of its minimum-norm solution is a direction of zero curvature

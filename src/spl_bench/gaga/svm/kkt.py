@@ -384,8 +384,8 @@ class LowRankSVMFactor:
     basis ``(I, Q)`` the matrix ``diag(1, E) S`` is ``[[0, -R^T, 0], [R, X_11, X_12], [0, X_21, X]]``,
     so ``det S = (-1)^d det(R)^2 det X``: the sign the engine's fold test reads is
     ``(-1)^d sign det X``.  Cost per point ``O(|M| d (d + 1 - |Z|))`` and the small LU, plus the
-    QR per margin set, instead of the ``O(|M|^3)`` of a dense LU of ``J`` (``|M|`` runs to
-    thousands on the Table 11-16 rows, ``d`` to hundreds).
+    QR per margin set, instead of the ``O(|M|^3)`` of a dense LU of ``J`` (``|M|`` grows with
+    the number of samples and the age, ``d`` is fixed).
     :meth:`make` gives ``None`` when ``P`` or ``X`` is singular to working precision
     (duplicated samples on the margin, for instance): the caller's dense route then merges or
     takes least squares.  With more than ``d + 1`` margin samples :meth:`make_singular` gives

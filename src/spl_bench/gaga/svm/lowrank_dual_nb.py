@@ -6,12 +6,13 @@ rotations in place: appending a column rotates ``Q^T c`` onto its first ``m + 1`
 (rows ``j - 1, j`` from the bottom up, ``Q <- Q G^T``); removing column ``p`` leaves ``R``
 upper Hessenberg from column ``p`` on, and rotations of rows ``(j, j + 1)`` restore it. Each
 costs ``O((d + 1)^2)``, as scipy's ``qr_insert`` / ``qr_delete`` do, without their per-call
-overhead, which dominated the NumPy loop (about 220 set changes per fit on mfeat-pixel).
+overhead, which dominated the NumPy loop (a fit makes hundreds of set changes, each a few
+library calls on small arrays).
 Every ``REFRESH`` updates the factorisation is rebuilt from the columns against the drift
 of many rotations.
 
-Compiled with numba (``cache=True``: the first call on a machine compiles, about ten
-seconds, later processes load the cache).
+Compiled with numba (``cache=True``: the first call on a machine compiles, later processes
+load the cache).
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ SVM_SETS = {SVM_N: "E_N", SVM_Z: "E_Z", SVM_PE: "E_P", SVM_PM: "M", SVM_PD: "D"}
 SCHUR_MIN_Z = 64
 #: recent set configurations whose Schur blocks (and margin-block factorisations) are kept: a
 #: critical point whose new sets fail returns to the old ones, and the polish of a warm start
-#: revisits configurations (mfeat, 1,500 rows: 59 % of the margin-block LUs were repeats)
+#: revisits configurations, so a small cache saves many of the margin-block LUs
 SCHUR_CACHE = 4
 #: set changes (indices in or out of the free set, or between E_Z and M) up to which a new set
 #: configuration's Jacobian is solved through the latest reduced Schur blocks
@@ -66,8 +66,9 @@ class SVMSystem(PathSystem):
 
     #: the located point, not the moved values: a sample in M has ``a_i = C v*(C g_i)`` with
     #: ``d a_i / d g_i = C^2 dv*/dell``, and putting it on its boundary value moves its own margin
-    #: by ``Q_ii`` times the location error; with a linear kernel (``Q_ii = |x_i|^2``, ~30-60 on
-    #: standardised data) and the mixture SP that left recorded points 1e-5 off the KKT conditions
+    #: by ``C^2 |dv*/dell| Q_ii`` times the location error; with a linear kernel (``Q_ii = |x_i|^2``,
+    #: of the order of the number of features on standardised data) and the mixture SP at small
+    #: ages that gain is in the thousands, and the recorded point would be off F
     record_moved_values = False
 
     def __init__(self, model: Model, sp: SPRegularizer, X: Array, y: Array) -> None:
@@ -599,8 +600,8 @@ class SVMSystem(PathSystem):
             moves.append((i, SVM_SETS[old], SVM_SETS[new]))
             # the moved index takes the value of the boundary it crossed (v* = 0 at hi, 1 at lo);
             # the other free variables keep theirs.  Re-evaluating a_M = C v*(C g_M) for all of M
-            # here (one fixed-point step) left F off by up to 2e-5 with a linear kernel, where
-            # the gain C^2 |dv*/dell| Q_ii of that step is in the thousands (Q_ii = |x_i|^2)
+            # here would be one fixed-point step whose gain C^2 |dv*/dell| Q_ii can be in the
+            # thousands with a linear kernel (Q_ii = |x_i|^2): it would amplify the location error
             if new in (SVM_N, SVM_PD):
                 self.a[i] = 0.0
             elif new == SVM_PE:
@@ -646,7 +647,8 @@ class SVMSystem(PathSystem):
 
     def _kernel_rows(self, idx: NDArray[np.intp]) -> Array:
         """``K[idx, idx]`` for libsvm, kept for the next call: during ACS the samples with
-        ``v > 0`` seldom change, and the copy costs a third of a fit at n = 1,500."""
+        ``v > 0`` seldom change, and the copy reads ``|idx|^2`` kernel entries, the same order
+        as the fit itself."""
         if idx.size == self.n:
             return self.K
         last = self._K_sub
