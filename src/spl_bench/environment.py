@@ -22,9 +22,11 @@ from typing import Any
 #: distributions whose versions are recorded (PyPI names)
 LIBRARIES = ("numpy", "scipy", "scikit-learn", "numba", "pandas", "hydra-core")
 
-#: keys of an environment that decide the numbers (CPU and BLAS threads do not, by design of the
-#: tests, but can move the last bits: they are recorded, not compared)
-LIBRARY_KEYS = ("python", *LIBRARIES, "blas")
+#: keys of an environment compared between the rows of one cell.  The BLAS is recorded but not
+#: compared: the wheels of numpy and scipy bundle their own OpenBLAS, so their versions decide it
+#: (and a process lists them in the order it happened to load them).  CPU and BLAS threads can
+#: move the last bits; they are recorded, not compared.
+LIBRARY_KEYS = ("python", *LIBRARIES)
 
 NOT_RECORDED = "not recorded"
 
@@ -48,15 +50,26 @@ def _cpu_model() -> str:
 
 
 def _blas() -> tuple[str, int | None]:
-    """``"<library> <version>"`` of the BLAS numpy calls, and its thread count now (threadpoolctl)."""
-    import numpy  # noqa: F401  (threadpoolctl lists only libraries already loaded: numpy's BLAS)
+    """Every BLAS loaded, ``"<library> <version> (<package>)"`` sorted, and numpy's thread count now.
+
+    numpy and scipy are imported first (threadpoolctl lists only libraries already loaded), so
+    the answer does not depend on what the process happened to import before.
+    """
+    import numpy  # noqa: F401
+    import scipy.linalg  # noqa: F401
     from threadpoolctl import threadpool_info
 
+    found, threads = [], None
     for pool in threadpool_info():
-        if pool.get("user_api") == "blas":
-            name = pool.get("internal_api") or pool.get("prefix") or "blas"
-            return f"{name} {pool.get('version') or '?'}", pool.get("num_threads")
-    return "unknown", None
+        if pool.get("user_api") != "blas":
+            continue
+        path = str(pool.get("filepath", ""))
+        owner = next((pkg for pkg in ("numpy", "scipy") if f"{pkg}.libs" in path or f"/{pkg}/" in path), "other")
+        name = pool.get("internal_api") or pool.get("prefix") or "blas"
+        found.append(f"{name} {pool.get('version') or '?'} ({owner})")
+        if owner == "numpy" or threads is None:
+            threads = pool.get("num_threads")
+    return ("; ".join(sorted(found)) or "unknown"), threads
 
 
 @cache
@@ -94,7 +107,7 @@ def parse(text: Any) -> dict[str, Any] | None:
 
 
 def library_key(text: Any) -> str:
-    """What must be equal for two rows to be pooled without a warning: Python, libraries, BLAS."""
+    """What must be equal for two rows to be pooled without a warning: Python and the libraries."""
     env = parse(text)
     if env is None:
         return NOT_RECORDED
@@ -106,4 +119,5 @@ def describe(text: Any) -> str:
     env = parse(text)
     if env is None:
         return NOT_RECORDED
-    return f"{library_key(text)}; {env.get('blas_threads', '?')} BLAS threads; CPU {env.get('cpu', '?')}"
+    return (f"{library_key(text)}; BLAS {env.get('blas', '?')}, {env.get('blas_threads', '?')} threads; "
+            f"CPU {env.get('cpu', '?')}")
