@@ -9,7 +9,7 @@ PYTEST_WORKERS ?= 2
 # Exact versions and hashes of every dependency (runtime and dev tools), for Python 3.11 and 3.12:
 # `make lock` regenerates it from the ranges in pyproject.toml.
 LOCK   := requirements.lock
-UV_COMPILE = $(BIN)/uv pip compile pyproject.toml --extra dev --universal --fork-strategy fewest \
+UV_COMPILE = $(BIN)/uv pip compile --quiet pyproject.toml --extra dev --universal --fork-strategy fewest \
 	--python-version 3.11 --generate-hashes --custom-compile-command "make lock"
 
 .PHONY: install dev run test test-latest lock test-slow test-drift-slow lint reproduce-tables reproduce-plan bench bench-full bench-dspl clean
