@@ -32,8 +32,13 @@ import pandas as pd
 
 from spl_bench.paths import data_dir, repo_root
 from spl_bench.report import environments, significance
+from spl_bench.report.lines import VARIED, table_lines
+from spl_bench.report.lines import clear_winner as _clear_winner
+from spl_bench.report.lines import higher_better as _higher_better
+from spl_bench.report.lines import line_param as _line_param
+from spl_bench.report.lines import per_method_params as _per_method_params
+from spl_bench.report.markdown import to_markdown
 from spl_bench.report.paper import load_paper
-from spl_bench.report.tables import to_markdown
 
 #: table key -> (experiment config, paper, paper table number)
 TABLES: dict[str, tuple[str, str, int]] = {
@@ -125,10 +130,6 @@ def _noise_rate(label: str) -> float:
 def _param_value(text: str, name: str) -> float | None:
     m = re.search(rf"(?:^|,){name}=([0-9.eE+-]+)", str(text))
     return float(m.group(1)) if m else None
-
-
-#: which parameter a table varies along its rows (matched numerically between ours and the paper)
-VARIED = {9: "alpha", 10: "alpha", 11: "C", 12: "C"}
 
 
 def _our_key_param(frame: pd.DataFrame, table: int) -> pd.Series:
@@ -271,11 +272,6 @@ def _as_rmse(rows: pd.DataFrame) -> pd.DataFrame:
 
 #: what makes one line of a table for the significance tests (one Holm family)
 LINE_KEYS = ["row", "noise_rate", "param", "selection"]
-
-
-def _line_param(table: int, param: Any) -> str:
-    """The ``param`` of a line: the varied parameter of Tables 9-12, else empty (one line per row)."""
-    return str(param) if table in VARIED and isinstance(param, str) else ""
 
 
 def seed_values(frame: pd.DataFrame, table: int, pap: pd.DataFrame, variant: str = "") -> pd.DataFrame:
@@ -513,57 +509,6 @@ def _fmt(mean: float, std: float, digits: int = 3) -> str:
     if not np.isfinite(mean):
         return "–"
     return f"{mean:.{digits}f} ± {std:.{digits}f}" if np.isfinite(std) else f"{mean:.{digits}f}"
-
-
-def _higher_better(metric: str) -> bool:
-    return metric == "accuracy"
-
-
-def _per_method_params(part: pd.DataFrame) -> bool:
-    """Whether the ``param`` column holds each method's own hyper-parameters (Table 7: one
-    method per parameter string) rather than a setting shared by the row's methods."""
-    if part.empty:
-        return False
-    methods = part.groupby(["row", "noise_rate", "param"])["method"].nunique()
-    per_line = part.groupby(["row", "noise_rate"])["method"].nunique()
-    return bool((methods == 1).all() and (per_line > 1).any())
-
-
-def table_lines(part: pd.DataFrame) -> list[tuple[dict[str, Any], pd.DataFrame]]:
-    """The lines of a table (in the paper's order), each with its label and its cells.
-
-    A line is one row of the paper at one noise rate and, where the row's methods share it,
-    one parameter setting (a row of Tables 9-12 is one alpha / C); where the parameters are
-    each method's own (Table 7) they do not split the line.
-    """
-    if part.empty:
-        return []
-    per_method = _per_method_params(part)
-    keys = ["row", "noise_rate"] + ([] if per_method else ["param"])
-    several_noises = bool((part.groupby("row")["noise_rate"].nunique() > 1).any())
-    out = []
-    for values, grp in part.groupby(keys, sort=False):
-        label = dict(zip(keys, values, strict=True))
-        if not several_noises:
-            label.pop("noise_rate")
-        if per_method:
-            label["param"] = ""
-        out.append((label, grp))
-    return out
-
-
-def _clear_winner(grp: pd.DataFrame, tests: pd.DataFrame | None, better: bool) -> bool:
-    """Whether the line's best mean is significantly better than its second best (p_holm < 0.05)."""
-    if tests is None or tests.empty:
-        return False
-    ranked = grp.dropna(subset=["ours_mean"]).sort_values("ours_mean", ascending=not better)
-    if len(ranked) < 2:
-        return False
-    r0 = ranked.iloc[0]
-    param = _line_param(int(r0["table"]), r0["param"])
-    line = tests[(tests["row"] == r0["row"]) & np.isclose(tests["noise_rate"].astype(float), float(r0["noise_rate"]))
-                 & (tests["param"].fillna("").astype(str) == param)]  # fmt: skip
-    return significance.significantly_better(line, str(r0["method"]), str(ranked.iloc[1]["method"]))
 
 
 def row_summary(cells: pd.DataFrame, selection: str, tests: pd.DataFrame | None = None) -> pd.DataFrame:

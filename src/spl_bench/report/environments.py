@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from spl_bench.environment import NOT_RECORDED, library_key, parse
+from spl_bench.report.markdown import to_markdown
 
 
 def _keyed(frame: pd.DataFrame) -> pd.DataFrame:
@@ -62,8 +63,6 @@ def mixed_cells(frame: pd.DataFrame, cell_keys: Sequence[str]) -> list[str]:
 
 def footer(frame: pd.DataFrame, cell_keys: Sequence[str]) -> str:
     """Markdown: the environments of the rows, then a warning listing any cell that pools several."""
-    from spl_bench.report.tables import to_markdown  # tables imports this module
-
     env = environment_table(frame, cell_keys)
     if env.empty:
         return ""

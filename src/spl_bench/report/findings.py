@@ -22,8 +22,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from spl_bench.report.lines import clear_winner, higher_better, table_lines
+from spl_bench.report.markdown import to_markdown
 from spl_bench.report.significance import ALPHA
-from spl_bench.report.tables import to_markdown
 
 #: (label, selection rule) of the protocols the page compares
 PROTOCOLS = (("honest: age on a validation split", "validation"),
@@ -76,8 +77,6 @@ def _claim_table(comps: Sequence[Any], pairs: Sequence[tuple[str, str]]) -> str:
 
 def _significant_winners(comps: Sequence[Any], selection: str) -> tuple[int, int, dict[str, int]]:
     """(lines, lines whose best mean is significantly better than the second, winners by method)."""
-    from spl_bench.report.compare import _clear_winner, _higher_better, table_lines
-
     n, wins, by = 0, 0, {}
     for comp in comps:
         part = comp.cells[comp.cells["selection"] == selection]
@@ -86,8 +85,8 @@ def _significant_winners(comps: Sequence[Any], selection: str) -> tuple[int, int
             if grp["method"].nunique() < 2:
                 continue
             n += 1
-            better = _higher_better(str(grp["metric"].iloc[0]))
-            if _clear_winner(grp, tests, better):
+            better = higher_better(str(grp["metric"].iloc[0]))
+            if clear_winner(grp, tests, better):
                 wins += 1
                 best = grp.sort_values("ours_mean", ascending=not better)["method"].iloc[0]
                 by[best] = by.get(best, 0) + 1

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from spl_bench.errors import DataError
 from spl_bench.report import environments
+from spl_bench.report.markdown import to_markdown
 from spl_bench.rowfiles import read_run_folder, row_files
 
 ROW_KEYS = ["experiment", "dataset", "noise", "model", "selection", "metric"]
@@ -203,15 +204,6 @@ def paper_table(summary: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
     table["runs"] = s.groupby(ROW_KEYS)["n"].max()
     table.columns.name = None
     return table.reset_index()
-
-
-def to_markdown(table: pd.DataFrame) -> str:
-    """Render a table as GitHub Markdown (no extra dependency)."""
-    cols = [str(c) for c in table.columns]
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for row in table.itertuples(index=False):
-        lines.append("| " + " | ".join("" if pd.isna(v) else str(v) for v in row) + " |")
-    return "\n".join(lines) + "\n"
 
 
 def print_tables(summary: pd.DataFrame, console: Console | None = None) -> None:
