@@ -19,6 +19,7 @@ from threadpoolctl import threadpool_limits
 
 from spl_bench.gaga.core import checkpoint
 from spl_bench.gaga.core.path import AgePath
+from spl_bench.gaga.core.system_base import PathSystem
 from spl_bench.gaga.core.tracker import (
     _RUN_ONLY_OPTIONS,
     ODE_METHODS,
@@ -27,8 +28,6 @@ from spl_bench.gaga.core.tracker import (
     _Tracker,
     acs_step,
 )
-from spl_bench.gaga.glm.glm_system import GLMSystem
-from spl_bench.gaga.svm.svm_system import SVMSystem
 from spl_bench.gaga.systems import make_system
 from spl_bench.models import Model, Params
 from spl_bench.sp import SPRegularizer
@@ -100,6 +99,26 @@ def age_path(
         Recorded points (solver steps, and every critical point just before and
         after), events, restarts and Hermite dense output ``at(lam)``.
     """
+    X, y, mdl, spr, lam_min, lam_max, opts = _checked_inputs(X, y, model, sp, lam_range, sp_params, options,
+                                                             model_params)
+    # duplicated columns merged (the lasso), the saved state of these inputs if any
+    groups, X_path, init = _merged_columns(mdl, X, init)
+    file, key, saved = _find_checkpoint(X, y, mdl, spr, lam_min, lam_max, init, opts)
+    # the path system and its tracker (Algorithm 2), new or resumed
+    tr, system = _tracker(saved, mdl, spr, X_path, y, opts)
+    tr.progress = progress
+    # ACS at lam_min, then the segments up to lam_max (Algorithm 2's loop)
+    t0 = _run(tr, lam_min, lam_max, init, opts, file, key, saved)
+    meta = _meta(mdl, spr, X, lam_min, lam_max, opts, tr, system, t0, saved)
+    return _to_path(tr, meta, groups)
+
+
+def _checked_inputs(X: Array, y: Array, model: str | Model, sp: str | SPRegularizer,
+                    lam_range: tuple[float, float], sp_params: dict[str, Any] | None,
+                    options: EngineOptions | None, model_params: dict[str, Any],
+                    ) -> tuple[Array, Array, Model, SPRegularizer, float, float, EngineOptions]:
+    """``(X, y, model, SP-regularizer, lam_min, lam_max, options)`` of :func:`age_path`'s
+    arguments, checked (``DataError`` / ``ConfigError`` on bad data or settings)."""
     from spl_bench.checks import check_finite_X
     from spl_bench.errors import ConfigError, DataError
     from spl_bench.models import get_model
@@ -121,7 +140,12 @@ def age_path(
     opts = options or EngineOptions()
     if opts.method not in ODE_METHODS:
         raise ConfigError(f"unknown ODE solver {opts.method!r}; choose one of {', '.join(ODE_METHODS)}")
-    # duplicated columns are merged where the penalty allows it (L1 without an intercept)
+    return X, y, mdl, spr, lam_min, lam_max, opts
+
+
+def _merged_columns(mdl: Model, X: Array, init: Params | None) -> tuple[ColumnGroups | None, Array, Params | None]:
+    """``(groups, X_path, init)``: the duplicated columns of ``X`` merged where the penalty
+    allows it (L1 without an intercept; :class:`ColumnGroups`), else ``(None, X, init)``."""
     merge = getattr(getattr(mdl, "penalty", None), "merges_duplicate_columns", False)
     groups = ColumnGroups.find(X) if merge else None
     if groups is not None and groups.trivial:
@@ -129,7 +153,16 @@ def age_path(
     X_path = X if groups is None else np.ascontiguousarray(X[:, groups.keep])
     if groups is not None and init is not None and init.coef is not None:
         init = Params(coef=groups.reduce(np.asarray(init.coef, dtype=float)), intercept=init.intercept)
+    return groups, X_path, init
+
+
+def _find_checkpoint(X: Array, y: Array, mdl: Model, spr: SPRegularizer, lam_min: float, lam_max: float,
+                     init: Params | None, opts: EngineOptions,
+                     ) -> tuple[Path | None, str | None, dict[str, Any] | None]:
+    """``(file, key, saved state)`` of the checkpoint of these inputs (``options.checkpoint_dir``;
+    :mod:`spl_bench.gaga.core.checkpoint`); ``saved`` is ``None`` when there is none to resume."""
     file: Path | None = None
+    key: str | None = None
     saved: dict[str, Any] | None = None
     if opts.checkpoint_dir is not None:
         inputs = {"model": mdl.name, "model_params": mdl.get_params(), "sp": spr.name,
@@ -138,6 +171,13 @@ def age_path(
         key = checkpoint.checkpoint_key(X, y, inputs, opts, _RUN_ONLY_OPTIONS)
         file = checkpoint.checkpoint_file(opts.checkpoint_dir, key)
         saved = checkpoint.load(file, key)
+    return file, key, saved
+
+
+def _tracker(saved: dict[str, Any] | None, mdl: Model, spr: SPRegularizer, X_path: Array, y: Array,
+             opts: EngineOptions) -> tuple[_Tracker, PathSystem]:
+    """``(tracker, its path system)``: the saved tracker resumed, or a new one on the model's
+    system (:func:`~spl_bench.gaga.systems.make_system`)."""
     if saved is not None:
         tr = saved["tracker"]
         tr.n_resumes += 1
@@ -145,18 +185,23 @@ def age_path(
         system = tr.sys
     else:
         system = make_system(mdl, spr, X_path, y)
-        if isinstance(system, SVMSystem) and not opts.svm_active_set:
-            system.dual_solver = None
-        system.compiled_fits = opts.method == "compiled"
+        system.apply_options(opts)
         tr = _Tracker(system, mdl, spr, X_path, y, opts)
-    tr.progress = progress
+    return tr, system
+
+
+def _run(tr: _Tracker, lam_min: float, lam_max: float, init: Params | None, opts: EngineOptions,
+         file: Path | None, key: str | None, saved: dict[str, Any] | None) -> float:
+    """GAGA Algorithm 2 to ``lam_max``: the ACS solve at ``lam_min`` (unless resumed), then the
+    path followed segment by segment, saved to ``file`` every ``checkpoint_every`` seconds and
+    the file removed at the end.  Returns the start time ``t0`` of ``meta["time_s"]``."""
     # time_s counts the time before the checkpoint this call resumed from
     t0 = time.perf_counter() - (saved["elapsed"] if saved is not None else 0.0)
     last_save = time.monotonic()
 
     def after_segment() -> None:
         nonlocal last_save
-        if file is not None and time.monotonic() - last_save >= opts.checkpoint_every:
+        if file is not None and key is not None and time.monotonic() - last_save >= opts.checkpoint_every:
             checkpoint.save(file, key, tr, time.perf_counter() - t0)
             last_save = time.monotonic()
 
@@ -167,6 +212,12 @@ def age_path(
         tr.follow(lam_max, after_segment)
     if file is not None:
         file.unlink(missing_ok=True)
+    return t0
+
+
+def _meta(mdl: Model, spr: SPRegularizer, X: Array, lam_min: float, lam_max: float, opts: EngineOptions,
+          tr: _Tracker, system: PathSystem, t0: float, saved: dict[str, Any] | None) -> dict[str, Any]:
+    """The ``meta`` of the path: inputs, times and the counters of the tracker and the system."""
     meta = {
         "model": mdl.name,
         "model_params": {k: v for k, v in mdl.get_params().items()},
@@ -192,18 +243,13 @@ def age_path(
         "n_acs_skips": tr.n_acs_skips,
         "n_acs_skipped": tr.n_acs_skipped,
     }
-    if isinstance(system, GLMSystem):
-        meta["n_refined_solves"] = system.n_refined
-        meta["n_jacobian_factors"] = system.n_full_factors
-    if isinstance(system, SVMSystem):
-        meta["kernel_gamma"] = float(system.gamma)
-        meta["n_schur_updates"] = system.n_schur_updates
-        if system.dual_solver is not None:
-            meta["n_acs_fits"] = system.dual_solver.n_fits
-            meta["n_acs_libsvm_fallbacks"] = system.dual_solver.n_fallbacks
-            meta["n_acs_highs"] = system.dual_solver.n_highs
-            meta["n_acs_lowrank"] = system.dual_solver.n_lowrank
-            meta["n_acs_libsvm_starts"] = system.dual_solver.n_libsvm_starts
+    meta.update(system.info())
+    return meta
+
+
+def _to_path(tr: _Tracker, meta: dict[str, Any], groups: ColumnGroups | None) -> AgePath:
+    """The tracker's :class:`AgePath`, with merged duplicated columns expanded back to the
+    columns of ``X`` (``meta["duplicate_column_groups"]``)."""
     if groups is None:
         return tr.to_path(meta)
     meta["duplicate_column_groups"] = [np.flatnonzero(groups.group == g).tolist()

@@ -204,7 +204,7 @@ class ExactSVMFits:
     def losses(self, params: Params, X: Array, y: Array) -> Array:
         if not self._own(params, X):
             return self.model.losses(params, X, y)
-        return self.C * np.maximum(0.0, self._margins(params))
+        return self.model.datafit.of_margin(self._margins(params))
 
     def kkt_violation(self, params: Params, X: Array, y: Array, v: Array) -> float:
         if not self._own(params, X):

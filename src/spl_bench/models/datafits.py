@@ -28,6 +28,7 @@ then an event like a loss crossing an SP threshold.
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 from numpy.typing import NDArray
 
 from spl_bench.errors import check_positive
@@ -85,10 +86,18 @@ class Datafit(Described):
         return 1.0
 
 
+@njit(cache=True)
+def quadratic_loss_nb(r: float) -> float:
+    """``ell = r^2 / 2`` of one residual ``r = z - y`` (:class:`Quadratic`'s loss, for compiled loops)."""
+    return 0.5 * r * r
+
+
 class Quadratic(Datafit):
     """``ell = (y - z)^2 / 2`` (the lasso's loss)."""
 
     name = "quadratic"
+    #: the loss of one residual, compiled (:func:`quadratic_loss_nb`; the lasso's compiled follower)
+    compiled_loss = staticmethod(quadratic_loss_nb)
 
     def derivatives(self, z: Array, y: Array, piece: Pieces | None = None) -> tuple[Array, Array, Array]:
         r = y - z
@@ -142,7 +151,11 @@ class Hinge(Datafit):
         return {"C": self.scale}
 
     def value(self, z: Array, y: Array) -> Array:
-        return self.scale * np.maximum(0.0, 1.0 - y * z)
+        return self.of_margin(1.0 - y * z)
+
+    def of_margin(self, g: Array) -> Array:
+        """``C max(0, g)`` of the margins ``g = 1 - y z`` (the form the SVM dual keeps them in)."""
+        return self.scale * np.maximum(0.0, g)
 
 
 #: Huber piece codes: quadratic (``|r| <= delta``), linear with ``r > delta``, with ``r < -delta``

@@ -13,13 +13,22 @@ and partitions the samples into three sets (GAGA paper, section 3.2, Fig. 3):
 
 Subclasses implement the vectorised formulas.  Everything here is numpy and
 broadcasts over ``ell``; ``lam`` is a scalar.
+
+A regularizer may also give its closed forms as compiled scalar kernels
+(:class:`CompiledSP`, numba functions of the signatures :data:`MIXED_KERNEL` and
+:data:`THRESHOLDS_KERNEL`): a compiled path follower (the lasso's,
+:mod:`spl_bench.gaga.glm.segment_nb`) calls them and holds no formula of its own.
+A regularizer without them is followed on the engine's reference route.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
+from numba import types
 from numpy.typing import ArrayLike, NDArray
 
 from spl_bench.errors import check_positive
@@ -27,6 +36,27 @@ from spl_bench.errors import check_positive
 #: Partition codes returned by :meth:`SPRegularizer.partition`.
 EASY, MIXED, HARD = 0, 1, 2
 SET_NAMES = {EASY: "E", MIXED: "M", HARD: "D"}
+
+#: numba signature of a compiled ``v*`` on M: ``(ell, lam, p) -> (v*, dv*/dell, dv*/dlam)``, not
+#: clipped to [0, 1]; ``p`` is the regularizer's one hyper-parameter (:attr:`CompiledSP.param`)
+MIXED_KERNEL = types.UniTuple(types.float64, 3)(types.float64, types.float64, types.float64)
+#: numba signature of compiled thresholds: ``(lam, p) -> (lo, hi)`` (:meth:`SPRegularizer.thresholds`)
+THRESHOLDS_KERNEL = types.UniTuple(types.float64, 2)(types.float64, types.float64)
+
+
+@dataclass(frozen=True)
+class CompiledSP:
+    """A regularizer's closed forms as compiled scalar kernels.
+
+    ``mixed`` is ``njit(MIXED_KERNEL)``: the formulas of :meth:`SPRegularizer.v_mixed` and
+    :meth:`SPRegularizer.dv_mixed` for one loss (clipped as :meth:`SPRegularizer.mixed_loss`
+    says); ``thresholds`` is ``njit(THRESHOLDS_KERNEL)``.  ``param`` names the attribute passed
+    to both as ``p`` ("" when there is none: ``p = 0``).
+    """
+
+    mixed: Any
+    thresholds: Any
+    param: str = ""
 
 
 class SPRegularizer(ABC):
@@ -41,6 +71,8 @@ class SPRegularizer(ABC):
     #: whose losses are affine in its parameters (the SVM's hinge) is an affine map while the
     #: sets hold, which the path engine uses to skip creeping iterations (``EngineOptions.acs_skip``)
     v_affine_in_loss: bool = False
+    #: the closed forms as compiled kernels, or ``None`` (no compiled route)
+    compiled: ClassVar[CompiledSP | None] = None
 
     # ------------------------------------------------------------------ params
     def get_params(self) -> dict[str, float]:
@@ -77,6 +109,24 @@ class SPRegularizer(ABC):
         self, ell: NDArray[np.float64], lam: float
     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """``(dv*/dell, dv*/dlam)`` for losses strictly inside ``(lo, hi)``."""
+
+    def compiled_kernels(self) -> tuple[tuple[Any, Any], float] | None:
+        """``((mixed, thresholds), p)`` of :attr:`compiled` for a compiled path follower, or ``None``.
+
+        ``None`` also when a subclass overrides a closed form (``thresholds``, ``_v_mixed`` or
+        ``_dv_mixed``) without giving kernels of its own: the inherited kernels would compute
+        another regularizer.
+        """
+        mro = type(self).__mro__
+        owner = next((c for c in mro if "compiled" in vars(c)), None)
+        if owner is None or self.compiled is None:
+            return None
+        for name in ("thresholds", "_v_mixed", "_dv_mixed"):
+            defined_in = next(c for c in mro if name in vars(c))
+            if not issubclass(owner, defined_in):
+                return None
+        c = self.compiled
+        return (c.mixed, c.thresholds), float(getattr(self, c.param)) if c.param else 0.0
 
     # ---------------------------------------------- the smooth piece M, public
     def mixed_loss(self, ell: NDArray[np.float64]) -> NDArray[np.float64]:

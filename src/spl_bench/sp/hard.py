@@ -3,10 +3,23 @@
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 from numpy.typing import ArrayLike, NDArray
 
 from spl_bench.sp import REGISTRY
-from spl_bench.sp.base import SPRegularizer
+from spl_bench.sp.base import MIXED_KERNEL, THRESHOLDS_KERNEL, CompiledSP, SPRegularizer
+
+
+@njit(MIXED_KERNEL, cache=True)
+def _mixed_nb(ell: float, lam: float, p: float) -> tuple[float, float, float]:
+    """M is empty: never called on a sample of M."""
+    return 0.0, 0.0, 0.0
+
+
+@njit(THRESHOLDS_KERNEL, cache=True)
+def _thresholds_nb(lam: float, p: float) -> tuple[float, float]:
+    """``(lam - ulp, lam)``: a loss equal to ``lam`` is in D."""
+    return np.nextafter(lam, -np.inf), lam
 
 
 @REGISTRY.register("hard")
@@ -18,6 +31,7 @@ class HardSP(SPRegularizer):
     """
 
     v_affine_in_loss = True  # v* is constant (0 or 1) on each piece
+    compiled = CompiledSP(_mixed_nb, _thresholds_nb)
 
     def penalty(self, v: ArrayLike, lam: float) -> NDArray[np.float64]:
         return -lam * np.asarray(v, dtype=float)

@@ -13,11 +13,28 @@ cited source, whose closed form is unambiguous.  See docs/conventions.md.)
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 from numpy.typing import ArrayLike, NDArray
 
 from spl_bench.errors import ConfigError
 from spl_bench.sp import REGISTRY
-from spl_bench.sp.base import SPRegularizer
+from spl_bench.sp.base import MIXED_KERNEL, THRESHOLDS_KERNEL, CompiledSP, SPRegularizer
+
+
+@njit(MIXED_KERNEL, cache=True)
+def _mixed_nb(ell: float, lam: float, p: float) -> tuple[float, float, float]:
+    """``log(ell + z) / log z`` with ``z = 1 - lam``, and its derivatives in ``ell`` and ``lam``."""
+    z = 1.0 - lam
+    lz = np.log(z)
+    a = ell + z
+    d_ell = 1.0 / (a * lz)
+    return np.log(a) / lz, d_ell, -(d_ell - np.log(a) / (z * lz * lz))
+
+
+@njit(THRESHOLDS_KERNEL, cache=True)
+def _thresholds_nb(lam: float, p: float) -> tuple[float, float]:
+    """``(0, lam)``."""
+    return 0.0, lam
 
 
 @REGISTRY.register("log")
@@ -25,6 +42,7 @@ class LogSP(SPRegularizer):
     """LOG regularizer; ``E = {ell == 0}``, ``M = {0 < ell < lam}``, ``D = {ell >= lam}``."""
 
     clip_mixed_loss = False  # the closed form is smooth across ell = 0
+    compiled = CompiledSP(_mixed_nb, _thresholds_nb)
 
     def check_lam(self, lam: float) -> float:
         lam = float(lam)

@@ -215,6 +215,15 @@ class PathSystem(ABC):
         ``None`` where there is none (the default: the engine's ODE route)."""
         return None
 
+    def apply_options(self, opts: Any) -> None:
+        """Take the engine options that concern the system (``EngineOptions.method="compiled"``:
+        the compiled v-weighted fits where the system has them)."""
+        self.compiled_fits = opts.method == "compiled"
+
+    def info(self) -> dict[str, Any]:
+        """The system's own counters and notes for the path's ``meta`` (none by default)."""
+        return {}
+
     # -- events ----------------------------------------------------------------
     @abstractmethod
     def events(self, theta: Array, lam: float, idx: NDArray[np.intp] | None = None) -> Array:

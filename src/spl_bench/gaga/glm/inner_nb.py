@@ -12,7 +12,7 @@ coordinate added, until the subgradient conditions hold to 1e-12.  The Gram matr
 runs a hundred or more ACS steps, each one such fit; in NumPy the per-call overhead of the
 small solves was most of their time.
 
-The systems are solved by :func:`spl_bench.gaga.glm.segment_nb.lu_factor`; a system singular to
+The systems are solved by :func:`spl_bench.gaga.core.lu_nb.lu_factor`; a system singular to
 working precision ends the fit without a result, as a failed solve ends the reference's.
 """
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from spl_bench.gaga.glm.segment_nb import lu_factor, lu_solve
+from spl_bench.gaga.core.lu_nb import lu_factor, lu_solve
 
 
 @njit(cache=True)

@@ -493,18 +493,9 @@ class WeightedSVMDual:
         """
         Q, y = self.Q, self.y
         n = u.size
-        live = u > 0
-        a = np.where(live, np.clip(a0, 0.0, u), 0.0)
-        s = float(y @ a)
-        if s != 0.0:  # feasible start: shrink the class with the larger sum (stays in the box)
-            cls = y * np.sign(s) > 0
-            tot = float(a[cls].sum())
-            a[cls] *= max(tot - abs(s), 0.0) / tot
+        a, live, at0, atu = self._feasible_start(u, a0)
         tol = self.tol
         scale_u = max(float(u.max(initial=0.0)), 1e-300)
-        at0 = live & (a <= 0.0)
-        atu = live & ~at0 & (a >= u)
-        a[at0], a[atu] = 0.0, u[atu]
         b = 0.0
         # Q a is updated by the rows of the samples that moved (|F| n per step, not n^2), and
         # computed afresh every 50 steps and wherever the KKT conditions are tested
@@ -514,47 +505,16 @@ class WeightedSVMDual:
             if since >= 50:
                 Qa, since = Q @ a, 0
             if free.size == 0:
-                g0 = 1.0 - Qa
-                # b with g <= 0 on the samples at 0 and g >= 0 at u, as nearly as possible
-                lo_b = np.concatenate([g0[at0 & (y > 0)], -g0[atu & (y < 0)]])
-                hi_b = np.concatenate([g0[atu & (y > 0)], -g0[at0 & (y < 0)]])
-                lo, hi = float(lo_b.max(initial=-np.inf)), float(hi_b.min(initial=np.inf))
-                b = 0.5 * (lo + hi) if np.isfinite(lo + hi) else (lo if np.isfinite(lo) else
-                                                                     (hi if np.isfinite(hi) else 0.0))
-                stationary = True
+                b = self._box_intercept(1.0 - Qa, at0, atu)
             else:
-                # the free set changes by one index per step: its factor is a bordered update
-                # of the latest LU (KKTUpdate), a new LU only when that drifts too far
-                fac = self._kkt_factor(free)
-                rhs = np.append(1.0 - Qa[free], 0.0)
-                sol = fac.solve(rhs)
-                # a non-singular system (or one singular only through duplicated samples, whose
-                # equal rows have equal right-hand sides) is consistent; only the least-squares
-                # fallback needs its residual
-                r = rhs - fac.J @ sol if fac.least_squares else rhs
-                consistent = not fac.least_squares or (
-                    float(np.abs(r).max()) <= 1e-9 * (1.0 + float(np.abs(rhs).max())))
-                p = sol[:-1] if consistent else r[:-1]
+                p, consistent, sol = self._face_direction(free, Qa)
                 stationary = consistent and float(np.abs(p).max()) <= 1e-13 * scale_u
                 if consistent:
                     b = float(sol[-1])
                 if not stationary:
-                    af, uf = a[free], u[free]
-                    with np.errstate(divide="ignore", invalid="ignore"):
-                        ratio = np.where(p < 0, af / -p, np.where(p > 0, (uf - af) / p, np.inf))
-                    k = int(np.argmin(ratio))
-                    alpha = float(ratio[k])
-                    if consistent and alpha >= 1.0:
-                        a[free] = af + p
-                    elif not np.isfinite(alpha):
+                    af = self._ratio_step(a, u, free, p, consistent, at0, atu)
+                    if af is None:
                         return None
-                    else:
-                        a[free] = np.clip(af + alpha * p, 0.0, uf)
-                        i = free[k]
-                        if p[k] < 0:
-                            a[i], at0[i] = 0.0, True
-                        else:
-                            a[i], atu[i] = u[i], True
                     Qa += (a[free] - af) @ Q[free]  # Q symmetric: rows of the moved samples
                     since += 1
                     continue
@@ -575,6 +535,75 @@ class WeightedSVMDual:
                 return a, b, g
             at0[k] = atu[k] = False
         return None
+
+    def _feasible_start(self, u: Array, a0: Array
+                        ) -> tuple[Array, NDArray[np.bool_], NDArray[np.bool_], NDArray[np.bool_]]:
+        """``(a, live, at0, atu)`` of :meth:`_active_set_qp`'s start: ``a0`` in the box ``[0, u]``
+        with ``y^T a = 0``, the samples with ``u > 0`` and those of ``a`` at 0 and at ``u``."""
+        y = self.y
+        live = u > 0
+        a = np.where(live, np.clip(a0, 0.0, u), 0.0)
+        s = float(y @ a)
+        if s != 0.0:  # feasible start: shrink the class with the larger sum (stays in the box)
+            cls = y * np.sign(s) > 0
+            tot = float(a[cls].sum())
+            a[cls] *= max(tot - abs(s), 0.0) / tot
+        at0 = live & (a <= 0.0)
+        atu = live & ~at0 & (a >= u)
+        a[at0], a[atu] = 0.0, u[atu]
+        return a, live, at0, atu
+
+    def _box_intercept(self, g0: Array, at0: NDArray[np.bool_], atu: NDArray[np.bool_]) -> float:
+        """With no free sample, ``b`` with ``g = g0 - y b <= 0`` on the samples at 0 and
+        ``g >= 0`` at ``u``, as nearly as possible (the middle of the interval they allow)."""
+        y = self.y
+        lo_b = np.concatenate([g0[at0 & (y > 0)], -g0[atu & (y < 0)]])
+        hi_b = np.concatenate([g0[atu & (y > 0)], -g0[at0 & (y < 0)]])
+        lo, hi = float(lo_b.max(initial=-np.inf)), float(hi_b.min(initial=np.inf))
+        return 0.5 * (lo + hi) if np.isfinite(lo + hi) else (lo if np.isfinite(lo) else
+                                                            (hi if np.isfinite(hi) else 0.0))
+
+    def _face_direction(self, free: NDArray[np.intp], Qa: Array) -> tuple[Array, bool, Array]:
+        """``(p, consistent, sol)``: the step ``p`` of ``a_F`` on the free set ``F`` (the solution
+        ``sol = (p, mu)`` of ``[Q_FF y_F; y_F^T 0] [p; mu] = [1 - (Q a)_F; 0]``, or, if that system
+        is singular and inconsistent, its least-squares residual: a direction of zero curvature)."""
+        # the free set changes by one index per step: its factor is a bordered update
+        # of the latest LU (KKTUpdate), a new LU only when that drifts too far
+        fac = self._kkt_factor(free)
+        rhs = np.append(1.0 - Qa[free], 0.0)
+        sol = fac.solve(rhs)
+        # a non-singular system (or one singular only through duplicated samples, whose
+        # equal rows have equal right-hand sides) is consistent; only the least-squares
+        # fallback needs its residual
+        r = rhs - fac.J @ sol if fac.least_squares else rhs
+        consistent = not fac.least_squares or (
+            float(np.abs(r).max()) <= 1e-9 * (1.0 + float(np.abs(rhs).max())))
+        p = sol[:-1] if consistent else r[:-1]
+        return p, consistent, sol
+
+    @staticmethod
+    def _ratio_step(a: Array, u: Array, free: NDArray[np.intp], p: Array, consistent: bool,
+                    at0: NDArray[np.bool_], atu: NDArray[np.bool_]) -> Array | None:
+        """Move ``a_F`` along ``p`` (the full step if ``consistent`` and no bound blocks it, else to
+        the first blocking bound, whose sample joins ``at0`` or ``atu``), in place; ``a_F`` before
+        the step, or ``None`` if ``p`` is unbounded in the box."""
+        af, uf = a[free], u[free]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(p < 0, af / -p, np.where(p > 0, (uf - af) / p, np.inf))
+        k = int(np.argmin(ratio))
+        alpha = float(ratio[k])
+        if consistent and alpha >= 1.0:
+            a[free] = af + p
+        elif not np.isfinite(alpha):
+            return None
+        else:
+            a[free] = np.clip(af + alpha * p, 0.0, uf)
+            i = free[k]
+            if p[k] < 0:
+                a[i], at0[i] = 0.0, True
+            else:
+                a[i], atu[i] = u[i], True
+        return af
 
     def _split_duplicates(self, a: Array, u: Array, free: NDArray[np.bool_]) -> Array:
         """``a`` with each group of duplicated samples that has a free member re-split at one

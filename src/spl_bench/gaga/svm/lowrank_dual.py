@@ -304,11 +304,8 @@ def _iterate(G: Array, y: Array, u: Array, live: NDArray[np.bool_], a: Array, at
         bound[F] = False
         at0 = bound & ~at_u
         atu = bound & at_u
-        if m == 0:  # b from the bounds alone: the middle of the interval they allow
-            lo = np.concatenate([g0[at0 & (y > 0)], -g0[atu & (y < 0)]]).max(initial=-np.inf)
-            hi = np.concatenate([g0[atu & (y > 0)], -g0[at0 & (y < 0)]]).min(initial=np.inf)
-            b = 0.5 * (lo + hi) if np.isfinite(lo + hi) else (lo if np.isfinite(lo) else
-                                                             (hi if np.isfinite(hi) else 0.0))
+        if m == 0:
+            b = _bound_intercept(g0, y, at0, atu)
         g = g0 - y * b
         viol = np.zeros(n)
         viol[at0] = g[at0]
@@ -324,21 +321,36 @@ def _iterate(G: Array, y: Array, u: Array, live: NDArray[np.bool_], a: Array, at
         if fq.independent(k, rest):
             fq.insert(k)
             continue
-        # c_k in the span of the free columns: a direction that keeps w and y^T a, down by g_k
-        dF = -sigma * fq.solve_upper(t)
-        dF[np.abs(dF) <= 1e-13 * max(1.0, float(np.abs(dF).max(initial=0.0)))] = 0.0
-        alpha, j = _move(a, u, at_u, F, dF, float(u[k]))
-        if j < 0:  # k crosses its box first: it changes bound, F stays
-            if sigma > 0:
-                a[k], at_u[k] = u[k], True
-            else:
-                a[k] = 0.0
-        else:  # the blocking free sample leaves F, k takes its place
-            a[k] = min(max(a[k] + sigma * alpha, 0.0), u[k])
-            fq.delete(j)
-            fq.insert(k)
+        _exchange(fq, a, u, at_u, F, k, t, sigma)
         s = float(y @ a)
     return None
+
+
+def _bound_intercept(g0: Array, y: Array, at0: NDArray[np.bool_], atu: NDArray[np.bool_]) -> float:
+    """``b`` from the bounds alone (no free sample): the middle of the interval they allow."""
+    lo = np.concatenate([g0[at0 & (y > 0)], -g0[atu & (y < 0)]]).max(initial=-np.inf)
+    hi = np.concatenate([g0[atu & (y > 0)], -g0[at0 & (y < 0)]]).min(initial=np.inf)
+    return 0.5 * (lo + hi) if np.isfinite(lo + hi) else (lo if np.isfinite(lo) else
+                                                        (hi if np.isfinite(hi) else 0.0))
+
+
+def _exchange(fq: _FreeQR, a: Array, u: Array, at_u: NDArray[np.bool_], F: NDArray[np.intp], k: int,
+              t: Array, sigma: float) -> None:
+    """Release sample ``k`` from its bound (``sigma``: +1 up from 0, -1 down from ``u``) when
+    ``c_k`` is in the span of the free columns (``t``: :meth:`_FreeQR.coords`): a direction that
+    keeps ``w`` and ``y^T a``, down by ``g_k``, until a bound blocks."""
+    dF = -sigma * fq.solve_upper(t)
+    dF[np.abs(dF) <= 1e-13 * max(1.0, float(np.abs(dF).max(initial=0.0)))] = 0.0
+    alpha, j = _move(a, u, at_u, F, dF, float(u[k]))
+    if j < 0:  # k crosses its box first: it changes bound, F stays
+        if sigma > 0:
+            a[k], at_u[k] = u[k], True
+        else:
+            a[k] = 0.0
+    else:  # the blocking free sample leaves F, k takes its place
+        a[k] = min(max(a[k] + sigma * alpha, 0.0), u[k])
+        fq.delete(j)
+        fq.insert(k)
 
 
 def _move(a: Array, u: Array, at_u: NDArray[np.bool_], F: NDArray[np.intp], p: Array, cap: float

@@ -162,6 +162,167 @@ def _leave(Q: np.ndarray, R: np.ndarray, F: np.ndarray, in_F: np.ndarray, m: int
 
 
 @njit(cache=True)
+def _newton_step(G: np.ndarray, w: np.ndarray, Q: np.ndarray, R: np.ndarray, F: np.ndarray, m: int,
+                 s: float, eps: float) -> tuple[int, float, np.ndarray, np.ndarray]:
+    """The Newton step to the stationary point of the face ``F[:m]`` (and onto ``y^T a = 0``):
+    ``(code, b, c, p)`` with ``code`` -1, or ``SINGULAR`` / ``GAVE_UP`` (``b, c, p`` unused)."""
+    d = G.shape[1]
+    r = np.empty(m)
+    for i in range(m):
+        r[i] = 1.0 - G[F[i]] @ w
+    h, ok = _triangular_solve(R, m, r, True)
+    if not ok:
+        return SINGULAR, 0.0, r, h
+    qq = 0.0
+    qh = 0.0
+    for i in range(m):
+        qq += Q[d, i] * Q[d, i]
+        qh += Q[d, i] * h[i]
+    if qq <= 1e-300:
+        return GAVE_UP, 0.0, r, h
+    b = (qh + s * (1.0 - qq)) / qq
+    c = np.empty(m)
+    for i in range(m):
+        c[i] = h[i] - Q[d, i] * (b + s)
+    p, ok = _triangular_solve(R, m, c, False)
+    if not ok:
+        return SINGULAR, b, c, p
+    if not (np.all(np.isfinite(p)) and np.isfinite(b)):
+        return GAVE_UP, b, c, p
+    for i in range(m):
+        if abs(p[i]) <= eps:
+            p[i] = 0.0
+    return -1, b, c, p
+
+
+@njit(cache=True)
+def _advance_w(w: np.ndarray, Q: np.ndarray, c: np.ndarray, alpha: float, m: int) -> None:
+    """``w += alpha Q[:d, :m] c``: ``w`` after a Newton step cut short at ``alpha``."""
+    for r in range(w.shape[0]):
+        zr = 0.0
+        for i in range(m):
+            zr += Q[r, i] * c[i]
+        w[r] += alpha * zr
+
+
+@njit(cache=True)
+def _restoring_sample(G: np.ndarray, w: np.ndarray, y: np.ndarray, live: np.ndarray, at_u: np.ndarray,
+                      s: float) -> int:
+    """With no free sample to restore ``y^T a = 0``: the bound sample that moves ``y^T a``
+    towards 0 and whose gradient favours that move most, or -1."""
+    gw = G @ w
+    k = -1
+    best = -np.inf
+    for i in range(G.shape[0]):
+        if not live[i]:
+            continue
+        if not at_u[i] and y[i] * s < 0.0:
+            score = 1.0 - gw[i]
+        elif at_u[i] and y[i] * s > 0.0:
+            score = gw[i] - 1.0
+        else:
+            continue
+        if score > best:
+            k, best = i, score
+    if k < 0 or not np.isfinite(best):
+        return -1
+    return k
+
+
+@njit(cache=True)
+def _bound_intercept(g0: np.ndarray, y: np.ndarray, live: np.ndarray, at_u: np.ndarray) -> float:
+    """``b`` from the bounds alone (no free sample): the middle of the interval they allow."""
+    lo, hi = -np.inf, np.inf
+    for i in range(g0.shape[0]):
+        if not live[i]:
+            continue
+        if at_u[i]:
+            if y[i] > 0:
+                hi = min(hi, g0[i])
+            elif y[i] < 0:
+                lo = max(lo, -g0[i])
+        else:
+            if y[i] > 0:
+                lo = max(lo, g0[i])
+            elif y[i] < 0:
+                hi = min(hi, -g0[i])
+    if np.isfinite(lo + hi):
+        return 0.5 * (lo + hi)
+    elif np.isfinite(lo):
+        return lo
+    elif np.isfinite(hi):
+        return hi
+    return 0.0
+
+
+@njit(cache=True)
+def _most_violated(g0: np.ndarray, y: np.ndarray, b: float, live: np.ndarray, in_F: np.ndarray,
+                   at_u: np.ndarray, viol: np.ndarray) -> int:
+    """The bound sample whose sign condition (``g <= 0`` at 0, ``g >= 0`` at ``u``, with
+    ``g = g0 - y b``) is most violated; ``viol`` filled in place (0 off the bounds)."""
+    k = 0
+    for i in range(g0.shape[0]):
+        gi = g0[i] - y[i] * b
+        if live[i] and not in_F[i]:
+            viol[i] = -gi if at_u[i] else gi
+        else:
+            viol[i] = 0.0
+        if viol[i] > viol[k]:
+            k = i
+    return k
+
+
+@njit(cache=True)
+def _free_residual(g0: np.ndarray, y: np.ndarray, b: float, F: np.ndarray, m: int) -> float:
+    """``max |g|`` on the free set ``F[:m]``."""
+    worst = 0.0
+    for i in range(m):
+        worst = max(worst, abs(g0[F[i]] - y[F[i]] * b))
+    return worst
+
+
+@njit(cache=True)
+def _outside_span(t: np.ndarray, col: np.ndarray, m: int) -> bool:
+    """Whether the column ``col`` (``t = Q^T col``) can join the ``m`` free columns: not in
+    their span, to ``1e-9`` of its norm, and room left."""
+    rest = 0.0
+    for i in range(m, t.shape[0]):
+        rest += t[i] * t[i]
+    return m < t.shape[0] and np.sqrt(rest) > 1e-9 * max(np.sqrt(col @ col), 1e-300)
+
+
+@njit(cache=True)
+def _exchange(Q: np.ndarray, R: np.ndarray, C: np.ndarray, F: np.ndarray, in_F: np.ndarray, a: np.ndarray,
+              u: np.ndarray, at_u: np.ndarray, t: np.ndarray, m: int, k: int, sigma: float
+              ) -> tuple[int, int, int]:
+    """Release sample ``k`` from its bound (``sigma``: +1 up from 0, -1 down from ``u``) when its
+    column is in the span of the free ones (``t = Q^T c_k``): a direction that keeps ``w`` and
+    ``y^T a``, down by ``g_k``.  ``(code, m, updates made)``, ``code`` -1 or ``SINGULAR``."""
+    dF, ok = _triangular_solve(R, m, t[:m].copy(), False)
+    if not ok:
+        return SINGULAR, m, 0
+    big = 0.0
+    for i in range(m):
+        dF[i] = -sigma * dF[i]
+        big = max(big, abs(dF[i]))
+    for i in range(m):
+        if abs(dF[i]) <= 1e-13 * max(1.0, big):
+            dF[i] = 0.0
+    alpha, j = _move(a, u, at_u, F, m, dF, u[k])
+    if j < 0:  # k crosses its box first: it changes bound, F stays
+        if sigma > 0:
+            a[k] = u[k]
+            at_u[k] = True
+        else:
+            a[k] = 0.0
+        return -1, m, 0
+    # the blocking free sample leaves F, k takes its place
+    a[k] = min(max(a[k] + sigma * alpha, 0.0), u[k])
+    m = _join(Q, R, C, F, in_F, _leave(Q, R, F, in_F, m, j), k)
+    return -1, m, 2
+
+
+@njit(cache=True)
 def iterate(G: np.ndarray, y: np.ndarray, C: np.ndarray, u: np.ndarray, live: np.ndarray,
             a: np.ndarray, at_u: np.ndarray, Q: np.ndarray, R: np.ndarray, F: np.ndarray, m: int,
             tol: float, max_iter: int, updates: int) -> tuple[int, int, int]:
@@ -169,7 +330,6 @@ def iterate(G: np.ndarray, y: np.ndarray, C: np.ndarray, u: np.ndarray, live: np
     ``updates`` updates) and the bounds ``a``, ``at_u``, updating all of them in place; return
     ``(exit code, m, updates)``."""
     n, d = G.shape
-    dim = d + 1
     w = G.T @ a
     s = float(y @ a)
     b = 0.0
@@ -188,61 +348,19 @@ def iterate(G: np.ndarray, y: np.ndarray, C: np.ndarray, u: np.ndarray, live: np
             _rebuild(Q, R, C, F, m)
             updates = 0
         if m > 0:
-            # Newton step to the stationary point of the face (and onto y^T a = 0)
-            r = np.empty(m)
-            for i in range(m):
-                r[i] = 1.0 - G[F[i]] @ w
-            h, ok = _triangular_solve(R, m, r, True)
-            if not ok:
-                return SINGULAR, m, updates
-            qq = 0.0
-            qh = 0.0
-            for i in range(m):
-                qq += Q[d, i] * Q[d, i]
-                qh += Q[d, i] * h[i]
-            if qq <= 1e-300:
-                return GAVE_UP, m, updates
-            b = (qh + s * (1.0 - qq)) / qq
-            c = np.empty(m)
-            for i in range(m):
-                c[i] = h[i] - Q[d, i] * (b + s)
-            p, ok = _triangular_solve(R, m, c, False)
-            if not ok:
-                return SINGULAR, m, updates
-            if not (np.all(np.isfinite(p)) and np.isfinite(b)):
-                return GAVE_UP, m, updates
-            for i in range(m):
-                if abs(p[i]) <= eps:
-                    p[i] = 0.0
+            code, b, c, p = _newton_step(G, w, Q, R, F, m, s, eps)
+            if code >= 0:
+                return code, m, updates
             alpha, j = _move(a, u, at_u, F, m, p, 1.0)
             if j >= 0:  # a free sample reached its bound first: w moves by alpha Q[:d, :m] c
-                for r in range(d):
-                    zr = 0.0
-                    for i in range(m):
-                        zr += Q[r, i] * c[i]
-                    w[r] += alpha * zr
+                _advance_w(w, Q, c, alpha, m)
                 m = _leave(Q, R, F, in_F, m, j)
                 updates += 1
                 s = float(y @ a)
                 continue
         elif abs(s) > tol_a:
-            # no free sample to restore y^T a = 0: free the bound sample that moves y^T a
-            # towards 0 and whose gradient favours that move most
-            gw = G @ w
-            k = -1
-            best = -np.inf
-            for i in range(n):
-                if not live[i]:
-                    continue
-                if not at_u[i] and y[i] * s < 0.0:
-                    score = 1.0 - gw[i]
-                elif at_u[i] and y[i] * s > 0.0:
-                    score = gw[i] - 1.0
-                else:
-                    continue
-                if score > best:
-                    k, best = i, score
-            if k < 0 or not np.isfinite(best):
+            k = _restoring_sample(G, w, y, live, at_u, s)
+            if k < 0:
                 return GAVE_UP, m, updates
             at_u[k] = False
             m = _join(Q, R, C, F, in_F, m, k)
@@ -252,77 +370,23 @@ def iterate(G: np.ndarray, y: np.ndarray, C: np.ndarray, u: np.ndarray, live: np
         w = G.T @ a
         s = float(y @ a)
         g0 = 1.0 - G @ w
-        if m == 0:  # b from the bounds alone: the middle of the interval they allow
-            lo, hi = -np.inf, np.inf
-            for i in range(n):
-                if not live[i]:
-                    continue
-                if at_u[i]:
-                    if y[i] > 0:
-                        hi = min(hi, g0[i])
-                    elif y[i] < 0:
-                        lo = max(lo, -g0[i])
-                else:
-                    if y[i] > 0:
-                        lo = max(lo, g0[i])
-                    elif y[i] < 0:
-                        hi = min(hi, -g0[i])
-            if np.isfinite(lo + hi):
-                b = 0.5 * (lo + hi)
-            elif np.isfinite(lo):
-                b = lo
-            elif np.isfinite(hi):
-                b = hi
-            else:
-                b = 0.0
-        k = 0
-        for i in range(n):
-            gi = g0[i] - y[i] * b
-            if live[i] and not in_F[i]:
-                viol[i] = -gi if at_u[i] else gi
-            else:
-                viol[i] = 0.0
-            if viol[i] > viol[k]:
-                k = i
+        if m == 0:
+            b = _bound_intercept(g0, y, live, at_u)
+        k = _most_violated(g0, y, b, live, in_F, at_u, viol)
         if viol[k] <= tol:
-            if m:
-                worst = 0.0
-                for i in range(m):
-                    worst = max(worst, abs(g0[F[i]] - y[F[i]] * b))
-                if worst > tol or abs(s) > tol_a:
-                    return GAVE_UP, m, updates
+            if m and (_free_residual(g0, y, b, F, m) > tol or abs(s) > tol_a):
+                return GAVE_UP, m, updates
             return OPTIMUM, m, updates
         sigma = -1.0 if at_u[k] else 1.0
         at_u[k] = False
         t = Q.T @ C[k]
-        rest = 0.0
-        for i in range(m, dim):
-            rest += t[i] * t[i]
-        if m < dim and np.sqrt(rest) > 1e-9 * max(np.sqrt(C[k] @ C[k]), 1e-300):
+        if _outside_span(t, C[k], m):
             m = _join(Q, R, C, F, in_F, m, k)
             updates += 1
             continue
-        # c_k in the span of the free columns: a direction that keeps w and y^T a, down by g_k
-        dF, ok = _triangular_solve(R, m, t[:m].copy(), False)
-        if not ok:
-            return SINGULAR, m, updates
-        big = 0.0
-        for i in range(m):
-            dF[i] = -sigma * dF[i]
-            big = max(big, abs(dF[i]))
-        for i in range(m):
-            if abs(dF[i]) <= 1e-13 * max(1.0, big):
-                dF[i] = 0.0
-        alpha, j = _move(a, u, at_u, F, m, dF, u[k])
-        if j < 0:  # k crosses its box first: it changes bound, F stays
-            if sigma > 0:
-                a[k] = u[k]
-                at_u[k] = True
-            else:
-                a[k] = 0.0
-        else:  # the blocking free sample leaves F, k takes its place
-            a[k] = min(max(a[k] + sigma * alpha, 0.0), u[k])
-            m = _join(Q, R, C, F, in_F, _leave(Q, R, F, in_F, m, j), k)
-            updates += 2
+        code, m, made = _exchange(Q, R, C, F, in_F, a, u, at_u, t, m, k, sigma)
+        if code >= 0:
+            return code, m, updates
+        updates += made
         s = float(y @ a)
     return LIMIT, m, updates

@@ -4,34 +4,19 @@ for the equations."""
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from spl_bench.gaga.core.linalg import (
-    AnyFactor,
-    Factor,
-    RowScaled,
-    SchurBlocks,
-    SchurFactor,
-    ShiftedTridiagonal,
-    groups_hint,
-    uniform_value,
-)
+from spl_bench.gaga.core.linalg import AnyFactor, Factor, SchurBlocks, groups_hint
 from spl_bench.gaga.core.system_base import Array, PathSystem, _has_mixed, sp_v, sp_weights
 from spl_bench.gaga.svm.acs_skip import svm_jump, svm_state
 from spl_bench.gaga.svm.inner import WeightedSVMDual, canonical_duplicates, low_rank_factor
-from spl_bench.gaga.svm.kkt import (
-    KKTBorder,
-    KKTUpdate,
-    LowRankSVMFactor,
-    MarginQR,
-    MergedKKT,
-    MergedLowRankSVMFactor,
-    kkt_factor,
-)
+from spl_bench.gaga.svm.kkt import KKTUpdate, MarginQR, MergedKKT
+from spl_bench.gaga.svm.reps import _Reps
+from spl_bench.gaga.svm.svm_factor import SCHUR_CACHE as SCHUR_CACHE
+from spl_bench.gaga.svm.svm_factor import _remember, _SVMFactorMixin
 from spl_bench.models import Model, Params
 from spl_bench.models.svm import SVMModel, libsvm_fit, resolve_gamma
 from spl_bench.sp import EASY, HARD, MIXED, SPRegularizer
@@ -40,12 +25,10 @@ from spl_bench.sp import EASY, HARD, MIXED, SPRegularizer
 SVM_N, SVM_Z, SVM_PE, SVM_PM, SVM_PD = 0, 1, 2, 3, 4
 SVM_SETS = {SVM_N: "E_N", SVM_Z: "E_Z", SVM_PE: "E_P", SVM_PM: "M", SVM_PD: "D"}
 
+# the limits of the factor routes, read by SVMSystem.factor at each call and passed to them
+# (svm_factor; the number of set configurations kept, SCHUR_CACHE, is defined there)
 #: smallest margin set E_Z for which the SVM Jacobian is factorised by its Schur complement
 SCHUR_MIN_Z = 64
-#: recent set configurations whose Schur blocks (and margin-block factorisations) are kept: a
-#: critical point whose new sets fail returns to the old ones, and the polish of a warm start
-#: revisits configurations, so a small cache saves many of the margin-block LUs
-SCHUR_CACHE = 4
 #: set changes (indices in or out of the free set, or between E_Z and M) up to which a new set
 #: configuration's Jacobian is solved through the latest reduced Schur blocks
 #: (:meth:`SVMSystem._updated_factor`) instead of blocks and a reduction of its own; 0: never
@@ -54,14 +37,7 @@ SCHUR_UPDATE_MAX = 12
 SCHUR_UPDATE_MIN_M = 128
 
 
-def _remember(lru: OrderedDict, key: Any, value: Any) -> None:
-    """Insert into a recent-items cache of :data:`SCHUR_CACHE` entries."""
-    lru[key] = value
-    while len(lru) > SCHUR_CACHE:
-        lru.popitem(last=False)
-
-
-class SVMSystem(PathSystem):
+class SVMSystem(_SVMFactorMixin, PathSystem):
     """Kernel SVM in the dual: ``f = sum_j a_j y_j K(x_j, .) + b``, ``0 <= a_i <= C v_i``."""
 
     #: the located point, not the moved values: a sample in M has ``a_i = C v*(C g_i)`` with
@@ -287,6 +263,8 @@ class SVMSystem(PathSystem):
         are built once per set configuration; each point costs one ``|M| x |M|`` LU (or, with
         one ``c`` on every M row, a tridiagonal one).  A configuration near the latest one
         whose blocks were reduced is solved through those instead (:meth:`_updated_factor`).
+        The routes are :meth:`_lowrank_factor` and :meth:`_schur_factor` of
+        :class:`~spl_bench.gaga.svm.svm_factor._SVMFactorMixin`.
 
         With a linear kernel and more than ``d + 1`` samples in M: :class:`LowRankSVMFactor`
         (order ``|E_Z| + 1 + d``; with more than ``d + 1`` margin samples its minimum-norm
@@ -296,220 +274,12 @@ class SVMSystem(PathSystem):
         apply (rank-deficient ``[G_Z, y_Z]``, a singular small system).
         """
         if self.G is not None and self.im.size > self.G.shape[1] + 1:
-            # linear kernel: the order |E_Z| + 1 + d system of LowRankSVMFactor (dense when singular)
-            c, Jl = self._mixed_terms(theta, lam)
-            # the small system depends on the point only through c (with the linear SP
-            # c = -C^2 / lam on every M row: the same at every point of one age, e.g. through
-            # the iterations of a Newton polish): its factor is kept while c is unchanged
-            memo = self._cache.get("lowrank_factor")
-            if memo is not None and np.array_equal(memo[0], c):
-                return memo[1], Jl
-            Gf, nz = self._Gfree()[0], self.iz.size
-            parts = (Gf[:nz], Gf[nz:], self.y[self.iz], self.y[self.im], c)
-            hint = self._merge_hint()
-            f: LowRankSVMFactor | MergedLowRankSVMFactor | None = None
-            if hint is not None:  # duplicated samples on the margin: one per group (as Factor)
-                if "zgroups" not in self._cache:  # per set configuration, not per point
-                    _, first, zgroup, zsize = np.unique(self.duplicates[self.iz], return_index=True,
-                                                        return_inverse=True, return_counts=True)
-                    self._cache["zgroups"] = (first, np.asarray(zgroup).ravel(), zsize.astype(float))
-                first, zgroup, zsize = self._cache["zgroups"]
-                if first.size <= Gf.shape[1] + 1:
-                    iz1 = self.iz[first]
-                    zqr = self._margin_qr(iz1)
-                    inner = (LowRankSVMFactor.make(Gf[first], Gf[nz:], self.y[iz1], self.y[self.im], c, zqr)
-                             if zqr is not None else None)
-                    if inner is not None:
-                        f = MergedLowRankSVMFactor(inner, zgroup, zsize)
-                else:  # singular also after merging: the minimum-norm least squares, as Factor's gelsy
-                    f = LowRankSVMFactor.make_singular(*parts)
-            elif nz <= Gf.shape[1] + 1:
-                zqr = self._margin_qr(self.iz)
-                f = LowRankSVMFactor.make(*parts, zqr) if zqr is not None else None
-            else:  # singular: more than d + 1 margin samples
-                f = LowRankSVMFactor.make_singular(*parts)
-            if f is not None:
-                self._cache["lowrank_factor"] = (c.copy(), f)
-                return f, Jl
-            return super().factor(theta, lam)
-        if self.iz.size < SCHUR_MIN_Z:  # small systems: one dense LU costs less than the bookkeeping
-            return super().factor(theta, lam)
-        blocks = self._cache.get("schur")
-        if blocks is None:
-            updated = self._updated_factor(theta, lam)
-            if updated is not None:
-                return updated
-            blocks = self._schur_blocks()
-            self._cache["schur"] = blocks
-        if not blocks.usable:
-            return super().factor(theta, lam)
-        c, Jl = self._mixed_terms(theta, lam)
-        f = SchurFactor(blocks, c)
-        if blocks.reduced:
-            reps = self._reps()
-            if reps is not None:
-                self._schur_base = (reps, blocks)
-        return f, Jl
-
-    def _margin_qr(self, iz: NDArray[np.intp]) -> tuple[Array, Array] | None:
-        """The QR of the margin samples ``iz`` (:meth:`MarginQR.factors`): the latest one's
-        :class:`MarginQR` updated where the margin set changed by a few samples (on the
-        linear-kernel rows a Newton polish or a warm start moves one or two at a time)."""
-        memo = self._margin_qr_memo
-        if memo is not None and np.array_equal(memo.idx, iz):
-            return memo.factors()
-        assert self.G is not None
-        memo = (memo.moved_to(iz, self.G, self.y) if memo is not None
-                else MarginQR.make(iz, self.G[iz], self.y[iz]))
-        if memo is None:
-            return None
-        self._margin_qr_memo = memo
-        return memo.factors()
-
-    def _updated_factor(self, theta: Array, lam: float) -> tuple[AnyFactor, Array] | None:
-        """``J`` of a new set configuration through the latest reduced Schur blocks, or ``None``.
-
-        With one ``c`` on every M row (the linear SP-regularizer), ``J = diag(d) K`` with
-        ``d = (-1 on E_Z, c on M, 1)`` and ``K = [[Q_FF + diag(h), y_F], [y_F^T, 0]]`` symmetric,
-        ``h = 1 / c`` on M and 0 on E_Z (``F = E_Z ∪ M``).  The ``K`` of the configuration whose
-        blocks were last reduced to tridiagonal form is solved at any ``c`` in ``O(|M|^2)``
-        (:class:`SchurFactor`); this configuration's ``K`` differs from it by the indices that
-        entered or left ``F`` and those that moved between E_Z and M (a change of ``h``), and is
-        solved by bordering (:class:`KKTUpdate`).  A critical point moves one or two indices, while
-        new blocks cost a reduction (three to four LUs of order ``|M|``) and their ``W``.
-        Duplicated samples in E_Z (equal rows and columns) are merged, one per group
-        (:class:`_Reps`), as :class:`Factor` merges them: the minimum-norm solution and the merged
-        system's sign.  Not used beyond :data:`SCHUR_UPDATE_MAX` changes, or when the bordered
-        system's Schur complement has a pivot below ``1e-9`` of the largest; a new configuration
-        then gets its own blocks (and becomes the base once reduced).
-        """
-        base = self._schur_base
-        if base is None or SCHUR_UPDATE_MAX <= 0 or self.im.size < max(SCHUR_UPDATE_MIN_M, 3):
-            return None
-        c, Jl = self._mixed_terms(theta, lam)
-        c0 = uniform_value(c)
-        if c0 is None or c0 == 0.0:  # K's shift is 1 / c
-            return None
-        memo = self._cache.get("schur_update")
-        if memo is not None and memo[0] == c0:
-            return memo[1], Jl
-        border = self._schur_border(base)
-        if border is None:
-            return None
-        reps_b, blocks = base
-        root_j = SchurFactor(blocks, np.full(reps_b.m, c0), refine=False)  # refined on this J
-        if root_j.least_squares or not isinstance(root_j.S, ShiftedTridiagonal):
-            return None
-        b, parts, grow, reps = border
-        # the border at shift 1 on M: a Δ column scales with the shift 1 / c0, as does the
-        # diagonal of an index added to M
-        MiV = reps_b.contract(blocks.uniform_solve(parts, root_j.S, c0))
-        MiV[:, b.apos.size + b.rpos.size:] *= 1.0 / c0
-        D = b.D.copy()
-        D[np.arange(b.apos.size), np.arange(b.apos.size)] += (1.0 / c0 - 1.0) * grow
-        d_b = np.concatenate([-np.ones(reps_b.nz_full), np.full(reps_b.m, c0), [1.0]])
-        root = _RepSolve(RowScaled(root_j, 1.0 / d_b), reps_b,
-                         root_j.sign * (-1.0) ** reps_b.nz * np.sign(c0) ** reps_b.m)
-        h = np.concatenate([np.zeros(reps.nz), np.full(reps.m, 1.0 / c0)])
-        upd = KKTUpdate.finish(root, b, MiV, D, pivot_tol=1e-9, shift=h)
-        if upd is None:
-            return None
-        d = np.concatenate([-np.ones(reps.nz), c, [1.0]])
-        f: Any = RowScaled(upd, d, matvec=self._jvec(c0, reps))
-        if not reps.identity:
-            f = _MergedOut(f, reps)
-        self.n_schur_updates += 1
-        self._cache["schur_update"] = (c0, f)
-        return f, Jl
-
-    def _reps(self) -> _Reps | None:
-        """The free set with duplicated samples in E_Z merged (:class:`_Reps`), per set
-        configuration; ``None`` if a duplicate of a margin sample is in M."""
-        if "reps" not in self._cache:
-            self._cache["reps"] = _Reps.make(self.iz, self.im, self._canon)
-        return self._cache["reps"]
-
-    def _schur_border(self, base: tuple[_Reps, SchurBlocks]
-                      ) -> tuple[KKTBorder, tuple[Array, Array], Array, _Reps] | None:
-        """Per set configuration: the bordering of the base's ``K`` at shift 1 on M
-        (:class:`KKTBorder`), the parts of its solves with the base blocks that no ``c`` changes
-        (:meth:`SchurBlocks.uniform_rhs`: with ``J = diag(d) K``, ``K^{-1} V = J^{-1} d V``, ``d``
-        being ``-1`` on E_Z, ``c`` on M and 1 on the row of b), the added indices in M, and the
-        merged free set."""
-        reps_b, blocks = base
-        memo = self._cache.get("schur_border")
-        if memo is None or memo[0] is not blocks:
-            reps = self._reps()
-            b = None
-            if reps is not None:
-                b = KKTBorder.make(reps_b.ids, reps.ids, self.Q, self.y, 1.0, reps_b.pattern, reps.pattern,
-                                   SCHUR_UPDATE_MAX)
+            out = self._lowrank_factor(theta, lam)
+        elif self.iz.size < SCHUR_MIN_Z:  # small systems: one dense LU costs less than the bookkeeping
             out = None
-            if b is not None:
-                V = reps_b.expand(b.V)  # the base's unmerged rows
-                r1 = V[blocks.i1]
-                r1[:-1] *= -1.0  # the E_Z rows (i1: E_Z, then b)
-                out = (b, blocks.uniform_rhs(r1, V[blocks.i2]), (b.apos >= reps.nz).astype(float), reps)
-            memo = (blocks, out)
-            self._cache["schur_border"] = memo
-        return memo[1]
-
-    def _jvec(self, c0: float, reps: _Reps) -> Callable[[Array], Array]:
-        """``x -> J x`` for the current sets, duplicates in E_Z merged (:class:`_Reps`; kept if
-        the sets change) with one ``c = c0`` on every M row (:meth:`jacobians`)."""
-        Qff = self._Qff()
-        if not reps.identity:  # the merged block, per set configuration
-            if "Qff_reps" not in self._cache:
-                self._cache["Qff_reps"] = Qff[np.ix_(reps.pos, reps.pos)]
-            Qff = self._cache["Qff_reps"]
-        k, nz, yf = reps.ids.size, reps.nz, self.y[reps.ids]
-
-        def jvec(x: Array) -> Array:
-            u = Qff @ x[:k] + np.multiply.outer(yf, x[k])
-            out = np.empty(x.shape)
-            out[:nz] = -u[:nz]
-            out[nz:k] = c0 * u[nz:] + x[nz:k]
-            out[k] = yf @ x[:k]
-            return out
-        return jvec
-
-    def _mixed_terms(self, theta: Array, lam: float) -> tuple[Array, Array]:
-        """``(c, J_lam)``: the M rows' ``c = C^2 dv*/dell`` and ``J_lam`` (non-zero on M only)."""
-        Jl = np.zeros(self.ifree.size + 1)
-        c = np.zeros(self.im.size)
-        if self.im.size:
-            g = self._g_free(theta)[self.iz.size:]
-            _, dl, dlam = sp_weights(self.sp, self.C * g, np.full(self.im.size, MIXED, np.int8), lam)
-            c = (self.C**2) * dl
-            Jl[self.iz.size:self.ifree.size] = -self.C * dlam
-        return c, Jl
-
-    def _schur_blocks(self) -> SchurBlocks:
-        """The blocks of :meth:`factor` for the current sets, from the recent ones if they are there."""
-        key_z = self.iz.tobytes()
-        key = (key_z, self.im.tobytes())
-        hit = self._blocks_lru.get(key)
-        if hit is not None:
-            self._blocks_lru.move_to_end(key)
-            return hit
-        k, nz = self.ifree.size, self.iz.size
-        Qff = self._Qff()
-        i1 = np.append(np.arange(nz), k)
-        i2 = np.arange(nz, k)
-        A_fac = self._A_lru.get(key_z)
-        if A_fac is None:
-            # an update of the latest LU (KKTUpdate: a critical point moves one or two indices)
-            # or a new LU; duplicated samples on the margin need the merged one
-            A_fac, self._A_root = kkt_factor(self.Q, self.y, self.iz, -1.0, self._canon, self._A_root,
-                                             Qzz=Qff[:nz, :nz])
-            _remember(self._A_lru, key_z, A_fac)
         else:
-            self._A_lru.move_to_end(key_z)
-        B = np.vstack([-Qff[:nz, nz:], self.y[self.im][None, :]])
-        C0 = np.hstack([Qff[nz:, :nz], self.y[self.im][:, None]])
-        blocks = SchurBlocks(A_fac, B, C0, Qff[nz:, nz:], i1, i2)
-        _remember(self._blocks_lru, key, blocks)
-        return blocks
+            out = self._schur_factor(theta, lam, SCHUR_UPDATE_MAX, SCHUR_UPDATE_MIN_M)
+        return out if out is not None else super().factor(theta, lam)
 
     def residual_scale(self) -> float:
         return 1.0
@@ -611,6 +381,22 @@ class SVMSystem(PathSystem):
         self._invalidate()
         return moves
 
+    def apply_options(self, opts: Any) -> None:
+        """As :meth:`PathSystem.apply_options`; ``svm_active_set=False`` leaves the fits to libsvm."""
+        super().apply_options(opts)
+        if not opts.svm_active_set:
+            self.dual_solver = None
+
+    def info(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kernel_gamma": float(self.gamma), "n_schur_updates": self.n_schur_updates}
+        if self.dual_solver is not None:
+            out["n_acs_fits"] = self.dual_solver.n_fits
+            out["n_acs_libsvm_fallbacks"] = self.dual_solver.n_fallbacks
+            out["n_acs_highs"] = self.dual_solver.n_highs
+            out["n_acs_lowrank"] = self.dual_solver.n_lowrank
+            out["n_acs_libsvm_starts"] = self.dual_solver.n_libsvm_starts
+        return out
+
     def kkt(self, lam: float) -> float:
         return svm_kkt(self.model, self.sp, self.params(), self.X, self.y, lam)
 
@@ -672,8 +458,8 @@ class SVMSystem(PathSystem):
     def losses(self, params: Params) -> Array:
         last = self._last_fit
         if last is not None and params.dual_coef is last[0] and params.intercept == last[1]:
-            return self.C * np.maximum(0.0, last[2])  # the margins the fit computed
-        return self.C * np.maximum(0.0, 1.0 - self.Q @ params.dual_coef - self.y * params.intercept)
+            return self.model.datafit.of_margin(last[2])  # the margins the fit computed
+        return self.model.datafit.of_margin(1.0 - self.Q @ params.dual_coef - self.y * params.intercept)
 
     def objective(self, params: Params, lam: float) -> float:
         ell = self.losses(params)
@@ -702,96 +488,3 @@ def svm_kkt(model: SVMModel, sp: SPRegularizer, params: Params, X: Array, y: Arr
     a = params.dual_coef / C
     nat = np.abs(a - np.clip(a + g, 0.0, v))
     return float(max(nat.max(initial=0.0), abs(float(params.dual_coef @ y)) / C))
-
-
-class _Reps:
-    """A free set ``E_Z ∪ M`` with duplicated samples in E_Z merged, one per group (equal rows and
-    columns of ``J``; M rows differ by their identity term): ``ids`` (E_Z's representatives, as
-    ``canon`` gives them, then M), ``group`` (of each E_Z position), ``size`` (of each group) and
-    ``pos`` (a position in the free set of each of ``ids``).  ``expand`` copies a merged row to its
-    group, ``contract`` sums a group's rows, ``average`` and ``split`` take a right-hand side to the
-    merged system and its solution back (equal shares: :class:`Factor`'s minimum-norm solution).
-    """
-
-    def __init__(self, ids: NDArray[np.intp], nz: int, nz_full: int, group: NDArray[np.intp], size: Array,
-                 pos: NDArray[np.intp]) -> None:
-        self.ids, self.nz, self.nz_full, self.group, self.size, self.pos = ids, nz, nz_full, group, size, pos
-        self.m = int(ids.size - nz)
-        self.identity = nz == nz_full
-        self.pattern = np.concatenate([np.zeros(nz), np.ones(self.m)])  # the shift of M, per unit
-
-    @classmethod
-    def make(cls, iz: NDArray[np.intp], im: NDArray[np.intp], canon: NDArray[np.intp] | None) -> _Reps | None:
-        nz = iz.size
-        if canon is None:
-            return cls(np.concatenate([iz, im]), nz, nz, np.arange(nz), np.ones(nz),
-                       np.arange(nz + im.size))
-        reps, first, group, size = np.unique(canon[iz], return_index=True, return_inverse=True, return_counts=True)
-        if np.isin(canon[im], reps).any() or np.isin(im, reps).any():
-            return None
-        return cls(np.concatenate([reps, im]), reps.size, nz, np.asarray(group).ravel(), size.astype(float),
-                   np.concatenate([first, nz + np.arange(im.size)]))
-
-    def expand(self, X: Array) -> Array:
-        """Merged rows to the free set's (a group's row copied to each member)."""
-        return X if self.identity else np.concatenate([X[self.group], X[self.nz:]])
-
-    def contract(self, X: Array) -> Array:
-        """The free set's rows to merged ones (a group's rows summed)."""
-        if self.identity:
-            return X
-        Z = np.zeros((self.nz, *X.shape[1:]))
-        np.add.at(Z, self.group, X[:self.nz_full])
-        return np.concatenate([Z, X[self.nz_full:]])
-
-    def average(self, X: Array) -> Array:
-        """The free set's rows to merged ones (a group's rows averaged)."""
-        if self.identity:
-            return X
-        Z = self.contract(X)
-        Z[:self.nz] /= self.size if X.ndim == 1 else self.size[:, None]
-        return Z
-
-    def split(self, X: Array) -> Array:
-        """A merged solution to the free set's (equal shares of a group's value)."""
-        w = self.size if X.ndim == 1 else self.size[:, None]
-        return np.concatenate([(X[:self.nz] / w)[self.group], X[self.nz:]])
-
-
-class _RepSolve:
-    """:class:`Factor`'s interface for the merged system (:class:`_Reps`) of the unmerged ``inner``
-    (whose solves are the minimum-norm ones); ``sign`` given by the caller."""
-
-    singular = False
-    least_squares = False
-    merged = None
-
-    def __init__(self, inner: Any, reps: _Reps, sign: float) -> None:
-        self.inner, self.reps, self.sign = inner, reps, float(sign)
-
-    @property
-    def n(self) -> int:
-        return int(self.reps.ids.size + 1)
-
-    def solve(self, rhs: Array) -> Array:
-        return self.reps.contract(self.inner.solve(self.reps.expand(rhs)))
-
-
-class _MergedOut:
-    """:class:`Factor`'s interface for ``J`` with duplicated samples in E_Z from a factor of its
-    merged system (:class:`_Reps`): a group's rows averaged, its value split equally, the merged
-    system's sign; ``singular`` (not least squares), as :class:`Factor` reports a merged ``J``."""
-
-    singular = True
-    least_squares = False
-    merged = None
-
-    def __init__(self, inner: Any, reps: _Reps) -> None:
-        self.inner, self.reps, self.sign = inner, reps, float(inner.sign)
-
-    @property
-    def n(self) -> int:
-        return int(self.reps.nz_full + self.reps.m + 1)
-
-    def solve(self, rhs: Array) -> Array:
-        return self.reps.split(self.inner.solve(self.reps.average(rhs)))

@@ -39,15 +39,17 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from spl_bench.errors import ConfigError, check_positive
 from spl_bench.methods.robust._grid import GridMethod
+from spl_bench.models.datafits import Huber
 
 Array = np.ndarray
 SOLVERS = ("skglm", "lbfgs")
 
 
 def huber(r: ArrayLike, epsilon: float) -> Array:
-    """The Huber function ``H_epsilon`` of (HL), elementwise."""
-    a = np.abs(np.asarray(r, dtype=float))
-    return np.where(a <= epsilon, 0.5 * a**2, epsilon * a - 0.5 * epsilon**2)
+    """The Huber function ``H_epsilon`` of (HL), elementwise: the :class:`~spl_bench.models.datafits.Huber`
+    datafit's loss (``delta = epsilon``) of the residuals ``r``."""
+    r = np.asarray(r, dtype=float)
+    return Huber(epsilon).value(np.zeros_like(r), r)
 
 
 class HuberLasso(RegressorMixin, BaseEstimator):

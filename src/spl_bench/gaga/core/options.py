@@ -1,0 +1,58 @@
+"""The engine's numerical settings (:class:`EngineOptions`) and the steppers it accepts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scipy.integrate import BDF, DOP853, LSODA, RK45, OdeSolver
+
+
+@dataclass
+class EngineOptions:
+    """Numerical settings of the engine."""
+
+    # scipy OdeSolver: "auto" (RK45; LSODA from a segment's step ``stiff_steps`` on), LSODA, BDF,
+    # RK45 or DOP853; or "PC", the predictor-corrector continuation (gaga/core/continuation.py); or
+    # "compiled": the lasso's segments by the compiled follower (gaga/glm/segment_nb.py), other
+    # systems and the segments it hands back as "auto"
+    method: str = "auto"
+    stiff_steps: int = 40
+    rtol: float = 1e-7
+    atol: float = 1e-9
+    max_step: float = 0.25
+    delta: float = 1e-5  # relative offset of a warm start after a jump point
+    newton_tol: float = 1e-12  # relative residual of F
+    # points are added inside a solver step until the Hermite interpolant of the recorded points
+    # (AgePath.at) matches the solver's dense output to this (relative to 1 + max |values|)
+    dense_tol: float = 1e-7
+    dense_max_depth: int = 4  # at most 2**depth - 1 added points per step
+    event_tol: float = 1e-10  # relative tolerance of an event function
+    max_events: int = 200_000
+    acs_tol: float = 1e-7
+    blas_threads: int | None = 1  # BLAS threads while the path is computed (None: library default)
+    acs_max_iter: int = 2000
+    # over-relaxed ACS steps while escaping after a jump (GLM models): faster, but the warm
+    # start may then settle on another partial optimum than plain ACS (GAGA's definition)
+    acs_extrapolate: bool = False
+    acs_extrapolate_max: float = 4096.0  # largest over-relaxation factor tried
+    # SVM ACS steps by the exact warm-started active-set solver (svm.inner.WeightedSVMDual), libsvm
+    # when it gives up; False: libsvm for every step
+    svm_active_set: bool = True
+    # warm starts: where the ACS map is affine while the sets hold (SVM with the linear or hard
+    # SP), creeping iterations are skipped by extrapolating its dominant mode up to just before
+    # the first set change (Tracker.acs_skip_ahead); False: every ACS iteration is computed
+    acs_skip: bool = True
+    # directory of checkpoint files: the path's state is saved there every ``checkpoint_every``
+    # seconds (between segments) and a later call with the same inputs resumes from it
+    # (:func:`age_path`); None: no checkpoints
+    checkpoint_dir: str | None = None
+    checkpoint_every: float = 600.0
+
+
+#: options that do not change the path (left out of the checkpoint key)
+_RUN_ONLY_OPTIONS = ("checkpoint_dir", "checkpoint_every", "blas_threads")
+
+#: scipy ODE solvers the engine can drive step by step (``EngineOptions.method``)
+ODE_SOLVERS: dict[str, type[OdeSolver]] = {"LSODA": LSODA, "BDF": BDF, "RK45": RK45, "DOP853": DOP853}
+#: accepted values of ``EngineOptions.method``
+ODE_METHODS = ("auto", *ODE_SOLVERS, "PC", "compiled")

@@ -1,0 +1,216 @@
+"""Following the path with fixed index sets: one segment, from a critical point to the next.
+
+:class:`_Stepping` is a mixin of :class:`~spl_bench.gaga.core.tracker._Tracker`.  A segment is
+taken by the compiled follower where the system has one (``EngineOptions.method="compiled"``,
+:meth:`~_Stepping.compiled_segment`) or step by step by a scipy ODE solver or the
+predictor-corrector stepper (:meth:`~_Stepping.ode_segment`, :meth:`~_Stepping.solver`): every
+step end is projected onto ``F = 0``, checked for crossings (:mod:`~spl_bench.gaga.core.events`)
+and recorded, with points inside the step where the Hermite interpolant of the recorded points
+would be inaccurate (:meth:`~_Stepping.fill`).  The segment ends at a critical point
+(:mod:`~spl_bench.gaga.core.critical`), at a fold, or at ``lam_max``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.integrate import LSODA, OdeSolver
+
+from spl_bench.gaga.core.continuation import PredictorCorrector
+from spl_bench.gaga.core.options import ODE_SOLVERS
+from spl_bench.gaga.core.system_base import EVENT, FULL, REACHED, CompiledRun
+
+Array = NDArray[np.float64]
+
+#: steps retaken shorter per segment when their end cannot be projected onto F = 0
+MAX_RETAKES = 4
+#: accepted steps of a compiled segment (:mod:`spl_bench.gaga.glm.segment_nb`) between two returns
+#: to the tracker (a longer segment continues in another call)
+COMPILED_CAP = 256
+
+
+class _Stepping:
+    """Segments of the path (the tracker's ``sys``, ``o``, ``rhs``, ``newton``, the event location and
+    critical points of the other mixins, ``record``, ``_append``, ``report`` and its counters)."""
+
+    def segment(self, lam0: float, lam_max: float) -> float:
+        """Follow the path from ``lam0`` with fixed sets until an event; return the new age."""
+        o = self.o
+        if o.method == "compiled":
+            run = self.sys.compiled_follow(lam0, lam_max, o, COMPILED_CAP, o.max_events - len(self.events),
+                                           self.last_event)
+            if run is not None:
+                return self.compiled_segment(run, lam_max)
+        return self.ode_segment(lam0, lam_max)
+
+    def compiled_segment(self, run: CompiledRun, lam_max: float) -> float:
+        """Take over what the compiled follower did (:meth:`PathSystem.compiled_follow`).
+
+        Its records and its turning points go into the path as this tracker's own would; a
+        critical point it leaves (a jump: the continuation check fails) goes to :meth:`event`;
+        where it gives up (singular ``J``, corrector failure, a fold), the ODE route continues
+        the segment from its last accepted step.
+        """
+        seg0 = self.seg
+        self.n_compiled_calls += 1
+        self.n_compiled_events += len(run.events)
+        self.n_rhs += int(run.counts[0])
+        self.n_steps += int(run.counts[2])
+        for lam, vec, b, dvec, db, offset, kind in run.records:
+            self.seg = seg0 + offset
+            self._append(lam, vec, b, dvec, db, kind)
+        for ev in run.events:
+            self.events.append(ev)
+            self.n_restarts += ev["kind"] == "jump"
+        self.seg = seg0 + len(run.events)
+        if len(run.events) >= 2:  # the tracker's repeat count, as if it had seen each of them
+            self.last_event, self.repeats = run.events[-2]["lam"], 0
+        self.report(run.t_end)
+        if run.status == EVENT:
+            return self.event(run.t_end, lam_max, run.crossed)
+        if run.status == REACHED:
+            return lam_max
+        if run.status == FULL:
+            return run.t_end
+        self.n_compiled_handbacks += 1
+        return self.ode_segment(run.t_end, lam_max)
+
+    def ode_segment(self, lam0: float, lam_max: float) -> float:
+        """:meth:`segment` on the ODE route (``EngineOptions.method``; ``auto`` for ``compiled``)."""
+        o = self.o
+        sysm = self.sys
+        theta0 = sysm.theta()
+        d0 = self.rhs(lam0, np.append(theta0, 0.0))[:-1]
+        sign0 = self.last_sign
+        auto = o.method in ("auto", "compiled")
+        name = "RK45" if auto else o.method
+        solver = self.solver(name, lam0, theta0, lam_max, o.max_step, self.first_step(theta0, d0, lam0, lam_max))
+        t_prev, theta_prev = lam0, theta0  # the step start and its projected point
+        n_seg_steps = retakes = 0
+        while True:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                msg = solver.step()
+            self.n_steps += 1
+            if solver.status == "failed":
+                return self.jump(t_prev, [], f"solver failed: {msg}")
+            t1, y1 = float(solver.t), solver.y
+            # crossings are judged on the Newton-projected step end, not on the raw ODE state
+            # (whose error can hide or invent a crossing when steps are long)
+            # (chord iteration with the solver's latest Jacobian first: it is from inside this step)
+            theta1, res1 = self.newton(y1[:-1].copy(), t1, chord=self.last_factor)
+            h_step = t1 - t_prev
+            if res1 > 1e3 * o.newton_tol and h_step > 1e-9 * max(1.0, t1) and retakes < MAX_RETAKES:
+                # no partial optimum at t1 with these sets: the step may have overshot a critical
+                # point past which this branch ends, and event functions at a point that is not
+                # one cannot be trusted.  Retake the step, shorter (MAX_RETAKES times at most per
+                # segment: a branch that ends right at a critical point is then handled from the
+                # events seen inside the step, or as a fold)
+                retakes += 1
+                self.n_retaken_steps += 1
+                solver = self.solver(name, t_prev, theta_prev, lam_max, 0.5 * h_step, 0.25 * h_step)
+                continue
+            dense = solver.dense_output()
+            bad, t_end, theta_end = self.crossings(theta1, t_prev, t1, dense)
+            if bad.size:
+                return self.critical_point(bad, dense, t_prev, theta_prev, t_end, theta_end, sign0, lam_max)
+            if res1 > 1e3 * o.newton_tol:  # no partial optimum at t1: the path ends (a fold)
+                return self.fold(t_prev, t1, dense, sign0, "the projection fails (fold of the path)")
+            # regular step: record the Newton-projected point (and enough points inside for at())
+            sysm.set_theta(theta1)
+            self.fill(t1, dense)
+            self.record(t1)
+            self.report(t1)
+            if sign0 != 0 and self.last_sign != sign0 and self.last_sign != 0:
+                return self.fold(t_prev, t1, dense, sign0)
+            if t1 - t_prev < 0.5 * o.max_step:  # a step limited by accuracy, not by max_step
+                n_seg_steps += 1
+            t_prev, theta_prev = t1, theta1
+            if solver.status == "finished":
+                return lam_max
+            if auto and name == "RK45" and n_seg_steps >= o.stiff_steps:
+                # an explicit method taking this many short steps without reaching a critical
+                # point: the path ODE may be stiff here; LSODA (stiffness detection, BDF) goes on
+                name = "LSODA"
+                self.n_stiff_switches += 1
+                solver = LSODA(self.rhs, t1, np.append(theta1, 0.0), lam_max, rtol=o.rtol, atol=o.atol,
+                               max_step=o.max_step)
+
+    def critical_point(self, crossed: NDArray[np.intp], dense: Any, t_prev: float, theta_prev: Array,
+                       t_end: float, theta_end: Array, sign0: float, lam_max: float) -> float:
+        """The step from ``t_prev`` crossed event functions (``crossed``, violated at ``t_end``): the
+        first crossing (:meth:`first_crossing`) ends the segment, as a critical point
+        (:meth:`event`, after :meth:`fill` up to it) or, if ``det J`` changed sign from ``sign0``
+        before it, as a fold (:meth:`fold`)."""
+        t_star, theta = self.first_crossing(crossed, dense, t_prev, theta_prev, t_end, theta_end)
+        self.sys.set_theta(theta)
+        self.rhs(t_star, np.append(theta, 0.0))
+        if sign0 != 0 and self.last_sign != sign0:
+            return self.fold(t_prev, t_star, dense, sign0)
+        self.fill(t_star, dense)
+        return self.event(t_star, lam_max, crossed)
+
+    def solver(self, name: str, t0: float, theta0: Array, lam_max: float, max_step: float,
+               first_step: float | None) -> OdeSolver:
+        """The stepper of a segment: a scipy ODE solver on the path ODE, or (``"PC"``) the
+        predictor-corrector continuation of :mod:`spl_bench.gaga.core.continuation`."""
+        y0 = np.append(theta0, 0.0)
+        if name == "PC":
+            return PredictorCorrector(self, t0, y0, lam_max, max_step, first_step)
+        o = self.o
+        return ODE_SOLVERS[name](self.rhs, t0, y0, lam_max, rtol=o.rtol, atol=o.atol, max_step=max_step,
+                                 first_step=first_step)
+
+    def fill(self, t1: float, dense: Any) -> None:
+        """Record projected points inside ``(lams[-1], t1)`` where ``AgePath.at`` would be inaccurate.
+
+        ``at`` interpolates recorded points by cubic Hermite polynomials with the exact
+        derivatives; a long solver step (RK45 takes few) can leave it less accurate than
+        the ODE solution.  The interpolant's error at the middle of the interval is
+        estimated against the solver's dense output; above ``dense_tol`` the projected
+        middle point is recorded and both halves are checked again (``dense_max_depth``
+        levels).  The state at ``t1`` (current sets, the projected point) is restored.
+        """
+        o = self.o
+        if not self.lams or self.segs[-1] != self.seg or not self.lams[-1] < t1:
+            return
+        sysm = self.sys
+        theta1 = sysm.theta()
+        d1 = self.rhs(t1, np.append(theta1, 0.0))[:-1]
+        end = (t1, theta1, *sysm.full_vector(), *sysm.full_derivative(d1))
+        start = (self.lams[-1], None, self.vecs[-1], self.bs[-1], self.dvecs[-1], self.dbs[-1])
+
+        def full(theta: Array) -> tuple[Array, float]:
+            sysm.set_theta(theta)
+            return sysm.full_vector()
+
+        def check(a: tuple, b: tuple, depth: int) -> None:
+            ta, _, va, ba, dva, dba = a
+            tb, _, vb, bb, dvb, dbb = b
+            tm, h = 0.5 * (ta + tb), tb - ta
+            # cubic Hermite at s = 1/2: (va + vb) / 2 + h (dva - dvb) / 8
+            herm = 0.5 * (va + vb) + 0.125 * h * (dva - dvb)
+            hb = 0.5 * (ba + bb) + 0.125 * h * (dba - dbb)
+            raw = dense(tm)[:-1]
+            vm, bm = full(raw)
+            scale = 1.0 + float(np.abs(vm).max(initial=0.0))
+            if max(float(np.abs(herm - vm).max(initial=0.0)), abs(hb - bm)) <= o.dense_tol * scale:
+                return
+            thm, res = self.newton(raw, tm, chord=self.last_factor)
+            if res > 1e3 * o.newton_tol:  # leave it to the caller's checks
+                return
+            sysm.set_theta(thm)
+            dm = self.rhs(tm, np.append(thm, 0.0))[:-1]
+            mid = (tm, thm, *sysm.full_vector(), *sysm.full_derivative(dm))
+            if depth > 1:
+                check(a, mid, depth - 1)
+            sysm.set_theta(thm)
+            self.record(tm, deriv=(mid[4], mid[5]))
+            if depth > 1:
+                check(mid, b, depth - 1)
+
+        check(start, end, o.dense_max_depth)
+        sysm.set_theta(theta1)

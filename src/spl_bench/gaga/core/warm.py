@@ -1,0 +1,168 @@
+"""Warm starts: ACS (GAGA Algorithm 1) from a given point, finished by a Newton polish.
+
+The path's first point and every point after a jump are ACS partial optima (GAGA Algorithm 2,
+line 8).  :class:`_WarmStarts`, a mixin of :class:`~spl_bench.gaga.core.tracker._Tracker`, runs
+ACS (:func:`acs_step`) and polishes its iterate by Newton with set re-assignment once it
+contracts (:meth:`~_WarmStarts.polish`, :meth:`~_WarmStarts.try_polish`), skipping iterations
+where the ACS map is affine (:meth:`~_WarmStarts.acs_skip_ahead`) and, opt-in, over-relaxing them
+(:meth:`~_WarmStarts.extrapolate`).  :func:`spl_objective` is the SPL objective ACS decreases.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+from numpy.typing import NDArray
+
+from spl_bench.gaga.core.acs_skip import AffineSkip
+from spl_bench.gaga.core.system_base import PathSystem
+from spl_bench.models import Model, Params
+from spl_bench.sp import SPRegularizer
+
+Array = NDArray[np.float64]
+
+
+def spl_objective(model: Model, sp: SPRegularizer, params: Params, X: Array, y: Array, lam: float) -> float:
+    """The SPL objective with ``v`` minimised out: ``R(w) + sum_i min_v (v ell_i + f(v, lam))``.
+
+    GAGA eq. (2) at ``v = v*(ell, lam)``; ACS decreases it monotonically.
+    """
+    ell = model.losses(params, X, y)
+    return float(model.regularizer(params, len(y)) + sp.sp_objective(sp.v_star(ell, lam), ell, lam).sum())
+
+
+def acs_step(system: PathSystem, lam: float, params: Params, v: Array) -> tuple[Params, Array]:
+    """One ACS iteration (GAGA Algorithm 1): the v-weighted fit, then ``v* = v*(ell, lam)``."""
+    params = system.fit_weighted(v, params)
+    return params, system.sp.v_star(system.losses(params), lam)
+
+
+class _WarmStarts:
+    """ACS warm starts and their Newton polish (the tracker's ``sys``, ``sp``, ``o``, ``newton``,
+    ``rhs``, ``event_values`` and its counters ``n_restarts``, ``n_acs_skips``, ``n_acs_skipped``)."""
+
+    def warm_start(self, lam: float, params: Params, polish_first: bool = True) -> bool:
+        """ACS from ``params`` at ``lam`` (GAGA Algorithm 2, line 8), finished by Newton.
+
+        After a jump ACS first escapes slowly from the ghost of the vanished branch
+        (the change of ``v`` per iteration grows), then contracts linearly onto the
+        new branch.  Once it contracts, the sets are those of the new branch and
+        the Newton polish (with set re-assignment) converges quadratically, so the
+        polish is tried then (and again at doubling intervals), not after a fixed
+        number of iterations.  A polished point is accepted only if it is a
+        consistent partial optimum from which the path can be followed, does not
+        raise the SPL objective above the ACS iterate it started from (Newton
+        must not climb to the unstable twin of a fold) and is a local minimum
+        where the system can tell (:meth:`PathSystem.stable`).
+        """
+        self.n_restarts += 1
+        o = self.o
+        # cheapest first: the polish alone, from params with the sets re-derived at lam
+        if polish_first and self.try_polish(lam, params, rounds=4):
+            return True
+        p = params
+        v = self.sp.v_star(self.sys.losses(p), lam)
+        dv_prev, next_try, gap = np.inf, 0, 2
+        extrapolate = o.acs_extrapolate and p.dual_coef is None
+        skip = AffineSkip()  # latest affine states (acs_skip_ahead)
+        for it in range(1, o.acs_max_iter + 1):
+            p_prev = p
+            p, v_new = acs_step(self.sys, lam, p, v)
+            dv = float(np.max(np.abs(v_new - v), initial=0.0))
+            if extrapolate and dv > dv_prev:
+                p, v_new = self.extrapolate(lam, p_prev, p, v_new)
+            v = v_new
+            converged = dv <= o.acs_tol
+            if converged or (dv < dv_prev and dv < 1e-2 and it >= next_try):
+                if self.try_polish(lam, p, rounds=4):
+                    return True
+                if converged:
+                    break
+                next_try, gap = it + gap, 2 * gap
+            dv_prev = dv
+            if o.acs_skip and not converged:
+                ahead = self.acs_skip_ahead(lam, p, skip)
+                if ahead is not None:
+                    p, growth = ahead
+                    v = self.sp.v_star(self.sys.losses(p), lam)
+                    dv_prev = dv * growth  # the change per iteration ACS would have reached there
+        # ACS alone (converged or out of iterations): its point, polished without the safeguards
+        self.sys.init_from(p, lam)
+        res = self.polish(lam, max_rounds=20)
+        return (res <= 1e3 * o.newton_tol and self.sys.consistent(lam, o.event_tol).size == 0
+                and self.can_continue(lam))
+
+    def acs_skip_ahead(self, lam: float, p: Params, skip: AffineSkip) -> tuple[Params, float] | None:
+        """Skip ACS iterations where the ACS map is affine (:class:`~spl_bench.gaga.core.acs_skip.AffineSkip`,
+        on the state of :meth:`PathSystem.acs_affine_state`): ``(iterate j steps on, rho**j)``
+        or ``None``."""
+        before = (skip.n_skips, skip.n_skipped)
+        out = skip.ahead(self.sys.acs_affine_state(p, lam))
+        if out is None:
+            return None
+        self.n_acs_skips += skip.n_skips - before[0]
+        self.n_acs_skipped += skip.n_skipped - before[1]
+        return self.sys.acs_jump_to(out[0], out[1]), out[2]
+
+    def extrapolate(self, lam: float, p0: Params, p1: Params, v1: Array) -> tuple[Params, Array]:
+        """Over-relax one ACS step ``p0 -> p1`` by a doubling line search on the SPL objective.
+
+        Opt-in (``EngineOptions.acs_extrapolate``), GLM models.  While ACS escapes from
+        the ghost of a vanished branch it moves slowly along a fixed direction, with
+        growing steps.  ``p0 + t (p1 - p0)`` for ``t = 2, 4, 8, ...`` is kept while the SPL
+        objective (``v`` minimised out, GAGA eq. (2)) decreases, so every iterate is
+        lower than plain ACS's.  The escape is much shorter, since the step doubles while
+        the direction holds, but lower iterates can end in the basin of another partial
+        optimum than plain ACS's (GAGA's definition of the point after a jump), so it is
+        opt-in.
+        """
+        step, step_b = p1.coef - p0.coef, p1.intercept - p0.intercept
+        best, g_best = p1, self.sys.objective(p1, lam)
+        t = 2.0
+        while t <= self.o.acs_extrapolate_max:
+            cand = replace(p1, coef=p0.coef + t * step, intercept=p0.intercept + t * step_b)
+            g = self.sys.objective(cand, lam)
+            if not g < g_best:
+                break
+            best, g_best = cand, g
+            t *= 2.0
+        if best is p1:
+            return p1, v1
+        return best, self.sp.v_star(self.sys.losses(best), lam)
+
+    def try_polish(self, lam: float, params: Params, rounds: int) -> bool:
+        """Polish ``params`` at ``lam``; keep it if it is a followable, stable partial optimum."""
+        o = self.o
+        self.sys.init_from(params, lam)
+        res = self.polish(lam, max_rounds=rounds, trial=True)
+        if not (res <= 1e3 * o.newton_tol and self.sys.consistent(lam, o.event_tol).size == 0):
+            return False
+        g0 = self.sys.objective(params, lam)
+        g1 = self.sys.objective(self.sys.params(), lam)
+        if g1 > g0 + 1e-10 * max(1.0, abs(g0)):
+            return False
+        return self.sys.stable(self.sys.theta(), lam) and self.can_continue(lam)
+
+    def can_continue(self, lam: float) -> bool:
+        """Every event function stays >= 0 a small step ``eps`` after ``lam``."""
+        sysm = self.sys
+        theta = sysm.theta()
+        eps = 1e-7 * max(1.0, lam)
+        d = self.rhs(lam, np.append(theta, 0.0))[:-1]
+        h_after = self.event_values(theta + eps * d, lam + eps)
+        return bool(np.all(h_after >= -1e-3 * eps * sysm.event_scale(lam + eps)))
+
+    def polish(self, lam: float, max_rounds: int = 100, trial: bool = False) -> float:
+        """Newton on ``F`` with the current sets, re-assigning violated indices until consistent
+        (``trial``: give up on a singular Jacobian, :meth:`newton`'s ``stop_singular``)."""
+        for _ in range(max_rounds):
+            theta, res = self.newton(self.sys.theta(), lam, max_iter=15, stop_singular=trial)
+            self.sys.set_theta(theta)
+            bad = self.sys.consistent(lam, tol=self.o.event_tol)
+            if bad.size == 0:
+                return res
+            self.sys.move(bad, lam)
+        theta, res = self.newton(self.sys.theta(), lam, max_iter=15, stop_singular=trial)
+        self.sys.set_theta(theta)
+        return np.inf
