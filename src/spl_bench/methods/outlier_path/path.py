@@ -85,14 +85,10 @@ HARRIS_TOL = 1e-11
 SCHUR_NOISE = 1e-6
 
 
-def kkt_solve(M: Array, rhs: Array, rhs_hi: Callable[[], NDArray[np.longdouble]] | None = None) -> Array:
-    """Solve the active system ``M x = rhs`` (eq. 11 with the row ``sum a_i y_i = 0``).
-
-    LU with a condition estimate.  An ill-conditioned system (``rcond < RCOND_REFINE``) is
-    refined with residuals in extended precision (``np.longdouble``), the right-hand side
-    given by ``rhs_hi()`` when the caller can form it more accurately than ``rhs``.  Raises
-    :class:`SingularSystemError` when ``rcond < RCOND_SINGULAR``.
-    """
+def kkt_factor(M: Array) -> tuple[Array, Array, float]:
+    """LU of the active system ``M`` (eq. 11 with the row ``sum a_i y_i = 0``) and its reciprocal
+    condition estimate: ``(lu, piv, rcond)``.  Raises :class:`SingularSystemError` when
+    ``rcond < RCOND_SINGULAR``."""
     lu, piv, info = lapack.dgetrf(M)
     if info > 0:
         raise SingularSystemError("singular KKT system (linear system (11))")
@@ -100,6 +96,15 @@ def kkt_solve(M: Array, rhs: Array, rhs_hi: Callable[[], NDArray[np.longdouble]]
     rcond, _ = lapack.dgecon(lu, anorm, norm="1")
     if not rcond >= RCOND_SINGULAR:
         raise SingularSystemError(f"singular KKT system (linear system (11)), rcond {rcond:.1e}")
+    return lu, piv, float(rcond)
+
+
+def kkt_apply(M: Array, factor: tuple[Array, Array, float], rhs: Array,
+              rhs_hi: Callable[[], NDArray[np.longdouble]] | None = None) -> Array:
+    """``M^{-1} rhs`` from :func:`kkt_factor`'s factor.  An ill-conditioned system
+    (``rcond < RCOND_REFINE``) is refined with residuals in extended precision (``np.longdouble``),
+    the right-hand side given by ``rhs_hi()`` when the caller can form it more accurately than ``rhs``."""
+    lu, piv, rcond = factor
     x, _ = lapack.dgetrs(lu, piv, rhs)
     if rcond < RCOND_REFINE:
         r_hi = rhs_hi() if rhs_hi is not None else rhs.astype(np.longdouble)
@@ -113,6 +118,11 @@ def kkt_solve(M: Array, rhs: Array, rhs_hi: Callable[[], NDArray[np.longdouble]]
     if not np.all(np.isfinite(x)):
         raise DegenerateStepError("non-finite solution of the KKT system (linear system (11))")
     return x
+
+
+def kkt_solve(M: Array, rhs: Array, rhs_hi: Callable[[], NDArray[np.longdouble]] | None = None) -> Array:
+    """Solve the active system ``M x = rhs``: :func:`kkt_factor`, then :func:`kkt_apply`."""
+    return kkt_apply(M, kkt_factor(M), rhs, rhs_hi)
 
 
 # --------------------------------------------------------------------------- objective
@@ -348,6 +358,8 @@ class _Engine:
         self.n_null_moves = 0
         #: rate of the upper bound C per unit step (the C-path of :func:`svm_path`)
         self.dC = 0.0
+        #: (active set, KKT matrix, its factor) of the last solve (:meth:`_solve`)
+        self._kkt_cache: tuple[bytes, Array, tuple[Array, Array, float]] | None = None
         self.last = -1  # the point of the last event, not allowed to switch back at a zero step
 
     # ----------------------------------------------------------------- basics
@@ -374,8 +386,20 @@ class _Engine:
         M[k, :k] = self.y[A]
         return M
 
-    def _solve(self, M: Array, rhs: Array, rhs_hi: Any = None) -> Array:
-        return kkt_solve(M, rhs, rhs_hi)
+    def _solve(self, A: NDArray[np.intp], rhs: Array, rhs_hi: Any = None) -> Array:
+        """Solve the active system of ``A`` (eq. 11).  Its matrix depends on ``A`` alone (the kernel
+        is fixed), so the factor of the last active set is kept: an event's re-solve
+        (:meth:`refresh`) and the next direction (:meth:`direction`) share one factorisation."""
+        key = A.tobytes()
+        cached = self._kkt_cache
+        if cached is not None and cached[0] == key:
+            M, factor = cached[1], cached[2]
+        else:
+            M = self._kkt_matrix(A)
+            self._kkt_cache = None
+            factor = kkt_factor(M)  # raises SingularSystemError: nothing is cached
+            self._kkt_cache = (key, M, factor)
+        return kkt_apply(M, factor, rhs, rhs_hi)
 
     def refresh(self) -> None:
         """Set the fixed coefficients exactly and re-solve the active ones and ``b`` (eq. 11).
@@ -405,7 +429,7 @@ class _Engine:
                 return r
 
             try:
-                sol = self._solve(self._kkt_matrix(A), rhs, rhs_hi)
+                sol = self._solve(A, rhs, rhs_hi)
             except SingularSystemError:
                 self.drop_dependent(A)
                 continue
@@ -501,7 +525,7 @@ class _Engine:
             r[-1] = -(self.y[nz].astype(np.longdouble) @ dl)
             return r
 
-        sol = self._solve(self._kkt_matrix(A), rhs, rhs_hi)
+        sol = self._solve(A, rhs, rhs_hi)
         da[A] = sol[:-1]
         return da, float(sol[-1])
 
