@@ -77,6 +77,7 @@ bench: install               ## speed benchmarks (quick sizes), written under re
 	$(BIN)/python scripts/bench_gaga.py --quick --method compiled --reference-method auto
 	$(BIN)/python scripts/bench_outlier_path.py
 	$(BIN)/python scripts/bench_dspl.py
+	$(BIN)/python scripts/bench_families.py
 
 bench-full: install          ## the full-size benchmarks (hours on 2 cores)
 	$(BIN)/python scripts/bench_gaga.py

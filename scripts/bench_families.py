@@ -1,0 +1,140 @@
+"""Proxies of the expensive cell families (issue 39), each route against the others in one process.
+
+Each proxy is a subsample of a table cell's data with the cell's model and regularizer; its
+cost is given in CPU seconds and in units of one dense ``d x d`` LU factorisation
+(``scipy.linalg.lu_factor`` of a random SPD matrix of the proxy's order, timed in the same
+process), so that the figure does not depend on the machine's speed.
+
+* ``logistic_hiva_wide``: GAGA, logistic regression (C 0.5), mixture SP (gamma 0.2), 400 rows of
+  hiva_agnostic with every non-constant column (n < d), 30 % of the labels flipped;
+* ``logistic_hiva_tall``: the same on 1,000 rows and 300 random columns (n > d, as in the
+  Tables 5-6 cells);
+* ``outlier_path_musk``: Outlier-Path (variant s, linear kernel, C 1) on 640 rows of musk (the
+  training rows of a 1,600-row subsample under Outlier-Path Table 2's 40 % split), 15 % flipped.
+
+Routes: GAGA's ``auto`` (RK45 with the Newton corrector) and ``PC`` (predictor-corrector);
+Outlier-Path has one route.  A route's critical points are compared with the first route's
+(``same_events``: the same count, ages within 1e-8 relative).
+
+Writes ``results/bench/families.csv`` and ``.md``::
+
+    python scripts/bench_families.py                 # every proxy
+    python scripts/bench_families.py --cases logistic_hiva_tall
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import time
+import warnings
+
+import numpy as np
+import pandas as pd
+import scipy.linalg as sla
+
+from spl_bench.data.loaders import load_dataset
+from spl_bench.gaga.api import age_path
+from spl_bench.gaga.core.tracker import EngineOptions
+from spl_bench.paths import repo_root
+from spl_bench.report.markdown import to_markdown
+
+DATA = repo_root().parent / "shared" / "datasets"
+
+
+def lu_unit(order: int, seconds: float = 1.0) -> float:
+    """CPU seconds of one LU factorisation of a dense ``order x order`` matrix (median of a second's worth)."""
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(order, order))
+    A = A @ A.T + order * np.eye(order)
+    sla.lu_factor(A)
+    times = []
+    start = time.process_time()
+    while time.process_time() - start < seconds or len(times) < 5:
+        t = time.process_time()
+        sla.lu_factor(A)
+        times.append(time.process_time() - t)
+    return float(np.median(times))
+
+
+def hiva(n: int, n_cols: int | None, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` rows of hiva_agnostic (``n_cols`` random columns, or all), standardised, 30 % flipped."""
+    ds = load_dataset("hiva_agnostic", DATA if DATA.is_dir() else None)
+    X, y = np.asarray(ds.X, float), np.asarray(ds.y, float)
+    rng = np.random.default_rng(seed)
+    rows = rng.choice(len(y), n, replace=False)
+    Xs = X[rows] if n_cols is None else X[rows][:, rng.choice(X.shape[1], n_cols, replace=False)]
+    Xs = Xs[:, Xs.std(0) > 0]
+    ys = np.where(y[rows] > 0, 1.0, -1.0)
+    ys[rng.random(n) < 0.3] *= -1
+    return (Xs - Xs.mean(0)) / Xs.std(0), ys
+
+
+def gaga_case(name: str, X: np.ndarray, y: np.ndarray, routes: list[str]) -> list[dict]:
+    """GAGA on ``(X, y)`` by each route: CPU seconds, LU units, critical points."""
+    unit = lu_unit(X.shape[1] + 1)
+    out, ref = [], None
+    for route in routes:
+        t = time.process_time()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            path = age_path(X, y, model="logistic", sp="mixture", sp_params={"gamma": 0.2}, lam_range=(0.1, 20.0),
+                            options=EngineOptions(method=route), C=0.5)
+        cpu = time.process_time() - t
+        ages = np.array([e["lam"] for e in path.events])
+        ref = ages if ref is None else ref
+        same = ages.size == ref.size and bool(np.allclose(ages, ref, rtol=1e-8, atol=0.0))
+        out.append({"case": name, "route": route, "n": X.shape[0], "d": X.shape[1], "cpu_s": cpu,
+                    "lu_unit_ms": 1e3 * unit, "lu_units": cpu / unit, "events": ages.size,
+                    "lu_units_per_event": cpu / unit / max(ages.size, 1), "restarts": path.n_restarts,
+                    "same_events": same})
+        print(out[-1], flush=True)
+    return out
+
+
+def outlier_path_case() -> list[dict]:
+    """Outlier-Path (variant s, linear kernel, C 1) on 640 training rows of musk, 15 % flipped."""
+    from spl_bench.methods.outlier_path.estimators import OutlierPath
+
+    ds = load_dataset("musk", DATA if DATA.is_dir() else None)
+    rng = np.random.default_rng(0)
+    rows = rng.choice(len(ds.y), 640, replace=False)
+    X, y = np.asarray(ds.X, float)[rows], np.where(np.asarray(ds.y)[rows] > 0, 1.0, -1.0)
+    X = (X - X.mean(0)) / np.where(X.std(0) > 0, X.std(0), 1.0)
+    y[rng.random(y.size) < 0.15] *= -1
+    unit = lu_unit(X.shape[1] + 1)
+    t = time.process_time()
+    est = OutlierPath(model_params={"kernel": "linear", "C": 1.0}, variant="s", C_grid=[1.0]).fit(X, y)
+    cpu = time.process_time() - t
+    n_ev = int(est.run_info()["n_events"])
+    return [{"case": "outlier_path_musk", "route": "exact", "n": X.shape[0], "d": X.shape[1], "cpu_s": cpu,
+             "lu_unit_ms": 1e3 * unit, "lu_units": cpu / unit, "events": n_ev,
+             "lu_units_per_event": cpu / unit / max(n_ev, 1), "restarts": 0, "same_events": True}]
+
+
+CASES = {
+    "logistic_hiva_wide": lambda: gaga_case("logistic_hiva_wide", *hiva(400, None), ["auto", "PC"]),
+    "logistic_hiva_tall": lambda: gaga_case("logistic_hiva_tall", *hiva(1000, 300), ["auto", "PC"]),
+    "outlier_path_musk": outlier_path_case,
+}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cases", nargs="+", choices=sorted(CASES), default=list(CASES))
+    ap.add_argument("--stem", default="families")
+    args = ap.parse_args()
+    rows = [r for c in args.cases for r in CASES[c]()]
+    df = pd.DataFrame(rows)
+    out = repo_root() / "results" / "bench"
+    out.mkdir(parents=True, exist_ok=True)
+    df.to_csv(out / f"{args.stem}.csv", index=False)
+    md = [f"# Cost families' proxies ({time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()})",
+          "", "`python scripts/bench_families.py`; LU units: CPU seconds over one dense d x d LU in the same "
+          "process.", "", to_markdown(df.round(3)), ""]
+    (out / f"{args.stem}.md").write_text("\n".join(md))
+    print(df.round(3).to_string(index=False))
+
+
+if __name__ == "__main__":
+    main()
