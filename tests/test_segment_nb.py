@@ -221,3 +221,14 @@ def test_refined_tangent_is_the_factorised_one(name, params):
     LUm, permm, sign_m, _ = segment_nb.lu_factor(-J_near)  # every eigenvalue of J_near^-1 J flipped
     _, _, sign_back, _, nf_back = segment_nb.tangent(XL, yL, cL, w, lam, kind, p, LUm, permm, sign_m, True)[1:]
     assert nf_back == 1 and sign_back == sign_full
+
+
+def test_compiled_route_takes_read_only_inputs():
+    """A read-only design (a memory map, as scikit-learn's estimator checks pass) is copied for
+    the compiled signature, not refused."""
+    X, y = _diabetes(n=40, d=5, seed=3)
+    X.setflags(write=False)
+    y.setflags(write=False)
+    path = age_path(X, y, model="lasso", sp="linear", lam_range=(0.2, 2.0), alpha=0.01,
+                    options=EngineOptions(method="compiled"))
+    assert path.meta["n_compiled_calls"] > 0 and len(path.events) > 0

@@ -88,8 +88,9 @@ def age_path(
         it (:mod:`spl_bench.gaga.core.checkpoint`; ``meta["n_resumes"]``, and ``meta["time_s"]``
         includes the time before the checkpoint).
     progress : callable, optional
-        Called after every segment with the age reached and the number of critical
-        points so far (a progress bar: ``spl-bench path``).
+        Called after every segment (on the compiled route, after every call of the compiled
+        follower, which may pass several critical points) with the age reached and the number
+        of critical points so far (a progress bar: ``spl-bench path``).
     **model_params
         Model hyper-parameters (``alpha``; ``C``; ``C``, ``kernel``, ``gamma``).
 

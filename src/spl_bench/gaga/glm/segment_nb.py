@@ -488,10 +488,17 @@ def follow(X: np.ndarray, y: np.ndarray, active: np.ndarray, sign: np.ndarray, w
     global _follow_typed
     if _follow_typed is None:  # compiled (or loaded from numba's cache) at the first call
         _follow_typed = njit(_FOLLOW_SIGNATURE, cache=True)(_follow)
-    return _follow_typed(np.ascontiguousarray(X, dtype=float), np.ascontiguousarray(y, dtype=float), active,
+    return _follow_typed(_writable(X), _writable(y), active,
                          sign, w, code, float(lev), tuple(kind), float(p), float(lam0), float(lam_max),
                          float(max_step), float(newton_tol), float(event_tol), float(dense_tol), int(cap),
                          int(max_events), float(last_event))
+
+
+def _writable(a: np.ndarray) -> np.ndarray:
+    """``a`` as a C-contiguous float array the compiled signature accepts (a read-only one, e.g. a
+    memory map, is copied: the signature's arrays are writable)."""
+    a = np.ascontiguousarray(a, dtype=float)
+    return a if a.flags.writeable else a.copy()
 
 
 _f8, _i8 = types.float64, types.int64
