@@ -16,7 +16,8 @@ Routes: GAGA's ``auto`` (RK45 with the Newton corrector) and ``PC`` (predictor-c
 Outlier-Path has one route.  A route's critical points are compared with the first route's
 (``same_events``: the same count, ages within 1e-8 relative).
 
-Writes ``results/bench/families.csv`` and ``.md``::
+The data come from the local copies (``$SPL_BENCH_DATA_DIR``; ``make bench`` points it at
+``../shared/datasets``).  Writes ``results/bench/families.csv`` and ``.md``::
 
     python scripts/bench_families.py                 # every proxy
     python scripts/bench_families.py --cases logistic_hiva_tall
@@ -39,8 +40,6 @@ from spl_bench.gaga.core.tracker import EngineOptions
 from spl_bench.paths import repo_root
 from spl_bench.report.markdown import to_markdown
 
-DATA = repo_root().parent / "shared" / "datasets"
-
 
 def lu_unit(order: int, seconds: float = 1.0) -> float:
     """CPU seconds of one LU factorisation of a dense ``order x order`` matrix (median of a second's worth)."""
@@ -59,7 +58,7 @@ def lu_unit(order: int, seconds: float = 1.0) -> float:
 
 def hiva(n: int, n_cols: int | None, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """``n`` rows of hiva_agnostic (``n_cols`` random columns, or all), standardised, 30 % flipped."""
-    ds = load_dataset("hiva_agnostic", DATA if DATA.is_dir() else None)
+    ds = load_dataset("hiva_agnostic")
     X, y = np.asarray(ds.X, float), np.asarray(ds.y, float)
     rng = np.random.default_rng(seed)
     rows = rng.choice(len(y), n, replace=False)
@@ -96,7 +95,7 @@ def outlier_path_case() -> list[dict]:
     """Outlier-Path (variant s, linear kernel, C 1) on 640 training rows of musk, 15 % flipped."""
     from spl_bench.methods.outlier_path.estimators import OutlierPath
 
-    ds = load_dataset("musk", DATA if DATA.is_dir() else None)
+    ds = load_dataset("musk")
     rng = np.random.default_rng(0)
     rows = rng.choice(len(ds.y), 640, replace=False)
     X, y = np.asarray(ds.X, float)[rows], np.where(np.asarray(ds.y)[rows] > 0, 1.0, -1.0)

@@ -31,7 +31,7 @@ SPS = [("linear", {}), ("mixture", {"gamma": 0.3}), ("mixture", {"gamma": 2.0}),
 def test_sp_kernels_match_the_regularizers(which, lam, frac):
     name, params = SPS[which]
     sp = get_sp(name, **params)
-    kind, p = segment_nb.sp_kernels(sp)
+    kind, p = sp.compiled_kernels()
     lo, hi = sp.thresholds(lam)
     assert kind[1](lam, p) == pytest.approx((lo, hi), rel=1e-15, abs=0.0)
     if name == "hard":
@@ -57,10 +57,10 @@ def test_sp_kernels_only_where_the_kernels_compute_the_class_formulas():
         def _v_mixed(self, ell, lam):
             return 1.0 - 0.5 * ell / lam
 
-    assert segment_nb.sp_kernels(SameLinear()) == segment_nb.sp_kernels(linear())
-    assert segment_nb.sp_kernels(OtherLinear()) is None
+    assert SameLinear().compiled_kernels() == linear().compiled_kernels()
+    assert OtherLinear().compiled_kernels() is None
     mixture = get_sp("mixture", gamma=0.7)
-    assert segment_nb.sp_kernels(mixture) == ((mixture.compiled.mixed, mixture.compiled.thresholds), 0.7)
+    assert mixture.compiled_kernels() == ((mixture.compiled.mixed, mixture.compiled.thresholds), 0.7)
 
 
 @pytest.mark.parametrize("name,params", [s for s in SPS if s[0] != "log"])
@@ -72,7 +72,7 @@ def test_residual_jacobians_and_events_match_the_glm_system(name, params):
     sysm = make_system(model, sp, X, y)
     sysm.init_from(Params(coef=w), lam)
     acols, icols, XA, XI, XL, yL, cL, sign_A = segment_nb._sets(X, y, sysm.active, sysm.code, sysm.sign)
-    kind, p = segment_nb.sp_kernels(sp)
+    kind, p = sp.compiled_kernels()
     lev, code = model.penalty.level(len(y)), sysm.code
     theta = sysm.theta()
     F = segment_nb.residual(XL, yL, cL, lev * sign_A, theta, lam, kind, p)
@@ -209,7 +209,7 @@ def test_refined_tangent_is_the_factorised_one(name, params):
     rng = np.random.default_rng(1)
     sysm.init_from(Params(coef=np.where(rng.random(9) < 0.7, rng.normal(size=9), 0.0)), lam)
     acols, _, _, _, XL, yL, cL, _ = segment_nb._sets(X, y, sysm.active, sysm.code, sysm.sign)
-    kind, p = segment_nb.sp_kernels(sp)
+    kind, p = sp.compiled_kernels()
     w = sysm.theta()
     J_near, _ = segment_nb.jacobians(XL, yL, cL, w + 1e-5, lam + 1e-5, kind, p)
     LU, perm, sign, ok = segment_nb.lu_factor(J_near)

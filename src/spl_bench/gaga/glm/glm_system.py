@@ -290,7 +290,7 @@ class GLMSystem(GLMDesign, PathSystem):
         """
         if not (type(self.datafit) is Quadratic and type(self.penalty) is L1):
             return None
-        kind = segment_nb.sp_kernels(self.sp)
+        kind = self.sp.compiled_kernels()
         if kind is None:
             self._no_compiled_kernels()
             return None

@@ -37,7 +37,7 @@ The system (``F``, its Jacobians, the Newton projection and the tangent) is in
 The closed forms of ``v*`` on M are the regularizer's own compiled kernels
 (:meth:`~spl_bench.sp.base.SPRegularizer.compiled_kernels`, passed as ``kind`` with their
 parameter ``p``): a regularizer that gives them is followed here with no change to this
-module, one that does not is followed on the reference route (:func:`sp_kernels` says which).
+module, one that does not is followed on the reference route.
 """
 
 from __future__ import annotations
@@ -52,9 +52,9 @@ from spl_bench.gaga.core.lu_nb import lu_factor, lu_solve, max_abs
 from spl_bench.gaga.core.system_base import EVENT, FULL, GAVE_UP, REACHED
 from spl_bench.gaga.glm.events_nb import event_scale, events, hermite, locate
 from spl_bench.gaga.glm.lasso_nb import _sets, jacobians, project, residual, tangent, weights
-from spl_bench.sp.base import EASY, HARD, MIXED, MIXED_KERNEL, THRESHOLDS_KERNEL, SPRegularizer
+from spl_bench.sp.base import EASY, HARD, MIXED, MIXED_KERNEL, THRESHOLDS_KERNEL
 
-__all__ = ["follow", "sp_kernels", "lu_factor", "lu_solve", "residual", "jacobians", "events", "tangent",
+__all__ = ["follow", "lu_factor", "lu_solve", "residual", "jacobians", "events", "tangent",
            "project", "_sets"]
 
 # numba calls the regularizer's kernels through first-class function types (one compiled follower
@@ -71,13 +71,6 @@ GROW, SHRINK = 2.0, 0.5
 
 #: numba type of ``kind``: the regularizer's kernels ``(mixed, thresholds)``
 KERNELS = types.Tuple((types.FunctionType(MIXED_KERNEL), types.FunctionType(THRESHOLDS_KERNEL)))
-
-
-def sp_kernels(sp: SPRegularizer) -> tuple[tuple[object, object], float] | None:
-    """``(kind, p)``: the compiled kernels of ``sp`` and their parameter, or ``None`` when it has
-    none (:meth:`~spl_bench.sp.base.SPRegularizer.compiled_kernels`; the path is then followed on
-    the engine's reference route)."""
-    return sp.compiled_kernels()
 
 
 @njit(cache=True)
@@ -466,15 +459,15 @@ def follow(X: np.ndarray, y: np.ndarray, active: np.ndarray, sign: np.ndarray, w
 
     ``active``, ``sign``, ``w`` (full coefficient vector) and ``code`` are the state; they are
     updated in place.  ``(kind, p)`` are the regularizer's compiled kernels and their parameter
-    (:func:`sp_kernels`).  Each critical point is handled as ``_Tracker.event`` handles it: the
-    fired positions move, the point is recorded with the old sets' tangent (kind 1), and the
-    continuation check (:func:`_continue`) decides.  A turning point, or a discontinuous one
-    that Newton resolves at the same age (``v*`` jumps), is recorded again with the new sets
-    (kind 2) and the loop goes on; any other outcome leaves the state on the old sets at the
-    critical point and returns ``EVENT`` with the crossed positions, for the tracker's own
-    event handling (its jumps and warm starts).  It returns after a critical point at the same
-    age as the one before (``last_event`` for the first), so the tracker sees chattering as it
-    would on its own route.
+    (:meth:`~spl_bench.sp.base.SPRegularizer.compiled_kernels`).  Each critical point is handled
+    as ``_Tracker.event`` handles it: the fired positions move, the point is recorded with the
+    old sets' tangent (kind 1), and the continuation check (:func:`_continue`) decides.  A
+    turning point, or a discontinuous one that Newton resolves at the same age (``v*`` jumps),
+    is recorded again with the new sets (kind 2) and the loop goes on; any other outcome leaves
+    the state on the old sets at the critical point and returns ``EVENT`` with the crossed
+    positions, for the tracker's own event handling (its jumps and warm starts).  It returns
+    after a critical point at the same age as the one before (``last_event`` for the first), so
+    the tracker sees chattering as it would on its own route.
 
     Returns ``(status, n_rec, ages, recw, recd, rkind, rseg, n_ev, ev_lam, ev_kind, n_mv, moves,
     t_end, crossed, counts)``: the records (age, coefficients, tangent, kind 0 step / 1
