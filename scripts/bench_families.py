@@ -9,11 +9,16 @@ process), so that the figure does not depend on the machine's speed.
   hiva_agnostic with every non-constant column (n < d), 30 % of the labels flipped;
 * ``logistic_hiva_tall``: the same on 1,000 rows and 300 random columns (n > d, as in the
   Tables 5-6 cells);
+* ``svm_linear_mfeat``: GAGA, linear-kernel SVM (C 0.4), linear SP, 1,000 rows of mfeat-pixel (the
+  first class against the rest, 30 % of the labels flipped): the family of Tables 8, 11, 12, 15 and 16,
+  whose paths are mostly jump points and so ACS warm starts;
 * ``outlier_path_musk``: Outlier-Path (variant s, linear kernel, C 1) on 640 rows of musk (the
   training rows of a 1,600-row subsample under Outlier-Path Table 2's 40 % split), 15 % flipped.
 
-Routes: GAGA's ``auto`` (RK45 with the Newton corrector) and ``PC`` (predictor-corrector);
-Outlier-Path has one route.  A route's critical points are compared with the first route's
+Routes: GAGA's ``auto`` (RK45 with the Newton corrector) and ``PC`` (predictor-corrector); for the
+SVM, the trial polishes of the warm starts run all their rounds (``full_polish``) or give up once
+the re-assignment of the sets cycles (``cycle_exit``, the default); Outlier-Path has one route.
+A route's critical points are compared with the first route's
 (``same_events``: the same count, ages within 1e-8 relative).
 
 The data come from the local copies (``$SPL_BENCH_DATA_DIR``; ``make bench`` points it at
@@ -69,16 +74,22 @@ def hiva(n: int, n_cols: int | None, seed: int = 0) -> tuple[np.ndarray, np.ndar
     return (Xs - Xs.mean(0)) / Xs.std(0), ys
 
 
-def gaga_case(name: str, X: np.ndarray, y: np.ndarray, routes: list[str]) -> list[dict]:
-    """GAGA on ``(X, y)`` by each route: CPU seconds, LU units, critical points."""
+def gaga_case(name: str, X: np.ndarray, y: np.ndarray, routes: dict[str, EngineOptions],
+              model: str = "logistic", sp: str = "mixture", sp_params: dict | None = None,
+              **model_params) -> list[dict]:
+    """GAGA on ``(X, y)`` by each route (name: its engine options): CPU seconds, LU units, critical points."""
+    if not model_params:
+        model_params = {"C": 0.5}
+    if sp_params is None and sp == "mixture":
+        sp_params = {"gamma": 0.2}
     unit = lu_unit(X.shape[1] + 1)
     out, ref = [], None
-    for route in routes:
+    for route, opts in routes.items():
         t = time.process_time()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            path = age_path(X, y, model="logistic", sp="mixture", sp_params={"gamma": 0.2}, lam_range=(0.1, 20.0),
-                            options=EngineOptions(method=route), C=0.5)
+            path = age_path(X, y, model=model, sp=sp, sp_params=sp_params, lam_range=(0.1, 20.0),
+                            options=opts, **model_params)
         cpu = time.process_time() - t
         ages = np.array([e["lam"] for e in path.events])
         ref = ages if ref is None else ref
@@ -89,6 +100,18 @@ def gaga_case(name: str, X: np.ndarray, y: np.ndarray, routes: list[str]) -> lis
                     "same_events": same})
         print(out[-1], flush=True)
     return out
+
+
+def mfeat(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` rows of mfeat-pixel, standardised, the first class against the rest, 30 % flipped."""
+    ds = load_dataset("mfeat_pixel")
+    X, y = np.asarray(ds.X, float), np.asarray(ds.y)
+    rng = np.random.default_rng(seed)
+    rows = rng.choice(len(y), n, replace=False)
+    X, y = X[rows], np.where(y[rows] == np.unique(y)[0], 1.0, -1.0)
+    X = X[:, X.std(0) > 0]
+    y[rng.random(n) < 0.3] *= -1
+    return (X - X.mean(0)) / X.std(0), y
 
 
 def outlier_path_case() -> list[dict]:
@@ -111,9 +134,16 @@ def outlier_path_case() -> list[dict]:
              "lu_units_per_event": cpu / unit / max(n_ev, 1), "restarts": 0, "same_events": True}]
 
 
+#: GAGA's ODE route against its predictor-corrector route
+ODE_ROUTES = {"auto": EngineOptions(), "PC": EngineOptions(method="PC")}
+#: trial polishes with all their rounds against giving up once the set re-assignment cycles
+POLISH_ROUTES = {"full_polish": EngineOptions(polish_cycle_exit=False), "cycle_exit": EngineOptions()}
+
 CASES = {
-    "logistic_hiva_wide": lambda: gaga_case("logistic_hiva_wide", *hiva(400, None), ["auto", "PC"]),
-    "logistic_hiva_tall": lambda: gaga_case("logistic_hiva_tall", *hiva(1000, 300), ["auto", "PC"]),
+    "logistic_hiva_wide": lambda: gaga_case("logistic_hiva_wide", *hiva(400, None), ODE_ROUTES),
+    "logistic_hiva_tall": lambda: gaga_case("logistic_hiva_tall", *hiva(1000, 300), ODE_ROUTES),
+    "svm_linear_mfeat": lambda: gaga_case("svm_linear_mfeat", *mfeat(1000), POLISH_ROUTES, model="svm", sp="linear",
+                                          kernel="linear", C=0.4),
     "outlier_path_musk": outlier_path_case,
 }
 

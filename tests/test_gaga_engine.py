@@ -579,6 +579,57 @@ def test_svm_path_is_the_same_with_or_without_skipped_acs_iterations():
     assert np.max(np.abs(a - a0)) <= 1e-8 and np.max(np.abs(b - b0)) <= 1e-8
 
 
+_CYCLE_CASES = {
+    "lasso": lambda: (*_diabetes(80, 5, 2), dict(model="lasso", sp="linear", alpha=0.01)),
+    "logistic": lambda: (*_noisy_cancer_svm(100, 1), dict(model="logistic", sp="linear", C=1.0)),
+    "svm_rbf": lambda: (*_noisy_cancer_svm(100, 0), dict(model="svm", sp="linear", C=1.0, gamma=0.2)),
+    "svm_linear": lambda: (*_noisy_cancer_svm(80, 0), dict(model="svm", sp="linear", C=1.0, kernel="linear")),
+}
+
+
+@pytest.mark.parametrize("case", list(_CYCLE_CASES))
+def test_paths_are_the_same_whether_cycling_trial_polishes_give_up_early_or_not(case):
+    """Giving up a trial polish once its set re-assignment cycles changes no critical point and
+    no value of the path (the given-up trials would have failed, next test)."""
+    X, y, kw = _CYCLE_CASES[case]()
+    early = age_path(X, y, lam_range=(0.1, 5.0), **kw)
+    full = age_path(X, y, lam_range=(0.1, 5.0), **kw, options=EngineOptions(polish_cycle_exit=False))
+    assert early.meta["n_polish_cycles"] > 0 and full.meta["n_polish_cycles"] == 0
+    assert [(e["kind"], e["moves"]) for e in early.events] == [(e["kind"], e["moves"]) for e in full.events]
+    assert np.allclose([e["lam"] for e in early.events], [e["lam"] for e in full.events], rtol=1e-10, atol=0)
+    grid = np.linspace(0.1, 5.0, 400)
+    (a, b), (a0, b0) = early.at(grid), full.at(grid)
+    assert np.max(np.abs(a - a0)) <= 1e-9 * (1 + np.abs(a0).max())
+    assert np.max(np.abs(b - b0)) <= 1e-9 * (1 + np.abs(b0).max())
+
+
+@pytest.mark.parametrize("case", ["lasso", "logistic", "svm_rbf", "svm_linear"])
+def test_a_trial_polish_given_up_on_a_cycle_would_have_failed_all_its_rounds(monkeypatch, case):
+    """Every trial given up early, replayed from the same state with all its rounds, fails too."""
+    from spl_bench.gaga.core import warm
+
+    orig = warm._WarmStarts.polish
+    replays = []
+
+    def checked(self, lam, max_rounds=100, trial=False):
+        snap, before = self.sys.snapshot(), self.n_polish_cycles
+        res = orig(self, lam, max_rounds, trial)
+        if self.n_polish_cycles > before:
+            after = self.sys.snapshot()
+            self.sys.restore(snap)
+            self.o.polish_cycle_exit = False
+            replays.append(orig(self, lam, max_rounds, trial))
+            self.o.polish_cycle_exit = True
+            self.sys.restore(after)
+        return res
+
+    monkeypatch.setattr(warm._WarmStarts, "polish", checked)
+    X, y, kw = _CYCLE_CASES[case]()
+    age_path(X, y, lam_range=(0.1, 5.0), **kw)
+    assert len(replays) >= 3
+    assert all(r == np.inf for r in replays)
+
+
 def test_skipped_acs_iterations_land_on_the_plain_acs_iterate(monkeypatch):
     """Each skip of ``j`` ACS iterations lands where ``j`` plain ACS steps (on a fresh system,
     whose fits guess their sets from scratch) go, to 1e-3 of the distance travelled."""

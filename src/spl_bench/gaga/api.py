@@ -243,6 +243,7 @@ def _meta(mdl: Model, spr: SPRegularizer, X: Array, lam_min: float, lam_max: flo
         "n_retaken_steps": tr.n_retaken_steps,
         "n_acs_skips": tr.n_acs_skips,
         "n_acs_skipped": tr.n_acs_skipped,
+        "n_polish_cycles": tr.n_polish_cycles,
     }
     meta.update(system.info())
     return meta

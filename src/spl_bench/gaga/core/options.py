@@ -42,6 +42,9 @@ class EngineOptions:
     # SP), creeping iterations are skipped by extrapolating its dominant mode up to just before
     # the first set change (Tracker.acs_skip_ahead); False: every ACS iteration is computed
     acs_skip: bool = True
+    # trial polishes of warm starts give up once the re-assignment of the sets returns to a set
+    # assignment it has had (it cycles, typically A -> B -> A); False: every trial runs all its rounds
+    polish_cycle_exit: bool = True
     # directory of checkpoint files: the path's state is saved there every ``checkpoint_every``
     # seconds (between segments) and a later call with the same inputs resumes from it
     # (:func:`age_path`); None: no checkpoints

@@ -184,6 +184,16 @@ class PathSystem(ABC):
     @abstractmethod
     def _state(self) -> dict[str, Any]: ...
 
+    #: the entries of :meth:`_state` that say which index is in which set (``sets_key``)
+    set_fields: tuple[str, ...] = ()
+
+    def sets_key(self) -> bytes | None:
+        """The set assignment as bytes: equal keys, the same equations ``F = 0`` (``None``: the
+        system does not say which of its state entries are sets, :attr:`set_fields`)."""
+        if not self.set_fields:
+            return None
+        return b"".join(np.ascontiguousarray(getattr(self, f)).tobytes() for f in self.set_fields)
+
     def _invalidate(self) -> None:
         """Drop caches that depend on the sets (subclasses extend it and call this)."""
         self.version += 1

@@ -42,6 +42,10 @@ class _WarmStarts:
     """ACS warm starts and their Newton polish (the tracker's ``sys``, ``sp``, ``o``, ``newton``,
     ``rhs``, ``event_values`` and its counters ``n_restarts``, ``n_acs_skips``, ``n_acs_skipped``)."""
 
+    #: trial polishes given up because the re-assignment of the sets cycled (:meth:`polish`);
+    #: a class default, so that a tracker pickled before the counter existed still resumes
+    n_polish_cycles = 0
+
     def warm_start(self, lam: float, params: Params, polish_first: bool = True) -> bool:
         """ACS from ``params`` at ``lam`` (GAGA Algorithm 2, line 8), finished by Newton.
 
@@ -154,8 +158,20 @@ class _WarmStarts:
         return bool(np.all(h_after >= -1e-3 * eps * sysm.event_scale(lam + eps)))
 
     def polish(self, lam: float, max_rounds: int = 100, trial: bool = False) -> float:
-        """Newton on ``F`` with the current sets, re-assigning violated indices until consistent
-        (``trial``: give up on a singular Jacobian, :meth:`newton`'s ``stop_singular``)."""
+        """Newton on ``F`` with the current sets, re-assigning violated indices until consistent.
+
+        ``trial`` (a trial polish of a warm start, whose point is kept only if it converges):
+        give up on a singular Jacobian (:meth:`newton`'s ``stop_singular``), and, with
+        ``EngineOptions.polish_cycle_exit``, as soon as the re-assignment returns to a set
+        assignment it has had (:meth:`PathSystem.sets_key`): on the same sets Newton lands on
+        the same root of ``F = 0`` again, so the re-assignment cycles (``A -> B -> A`` is the
+        common case) and the trial would fail after its rounds.  An exhausted trial returns
+        without a last Newton, whose point would be discarded.
+        """
+        seen = None
+        if trial and self.o.polish_cycle_exit:
+            key = self.sys.sets_key()
+            seen = None if key is None else {key}
         for _ in range(max_rounds):
             theta, res = self.newton(self.sys.theta(), lam, max_iter=15, stop_singular=trial)
             self.sys.set_theta(theta)
@@ -163,6 +179,14 @@ class _WarmStarts:
             if bad.size == 0:
                 return res
             self.sys.move(bad, lam)
+            if seen is not None:
+                key = self.sys.sets_key()
+                if key in seen:
+                    self.n_polish_cycles += 1
+                    return np.inf
+                seen.add(key)
+        if trial and self.o.polish_cycle_exit:
+            return np.inf
         theta, res = self.newton(self.sys.theta(), lam, max_iter=15, stop_singular=trial)
         self.sys.set_theta(theta)
         return np.inf

@@ -94,6 +94,8 @@ class GLMSystem(GLMDesign, PathSystem):
         return {"w": self.w, "b": self.b, "active": self.active, "sign": self.sign, "code": self.code,
                 "piece": self.piece}
 
+    set_fields = ("active", "sign", "code", "piece")
+
     def _invalidate(self) -> None:
         super()._invalidate()
         self._cache = {}

@@ -119,6 +119,8 @@ class SVMSystem(_SVMFactorMixin, PathSystem):
     def _state(self) -> dict[str, Any]:
         return {"a": self.a, "b": self.b, "code": self.code}
 
+    set_fields = ("code",)
+
     def _invalidate(self) -> None:
         super()._invalidate()
         c = self.code
