@@ -107,6 +107,25 @@ def test_sweep_resumes_from_committed_rows(tmp_path, data_dir):
     assert len(cmp.load_ours("gaga_table2", tmp_path)) == len(rp.read_rows(again[0].file))
 
 
+def test_plan_prefers_todays_re_timings_and_scales_their_family(tmp_path):
+    """A re-timed cell's ETA uses its re-timing, the other cells of its (table, method) family the
+    committed seconds times the family's median ratio, other families their committed seconds."""
+    cells = [rp.Cell("16", "gaga_table16", (f"noise.rate={r}", "method=gaga")) for r in ("0.1", "0.2")]
+    cells.append(rp.Cell("16", "gaga_table16", ("noise.rate=0.1", "method=acs")))
+    path = tmp_path / "retimed.csv"
+    pd.DataFrame([{"rows_name": "gaga_table16", "cell_id": cells[0].cell_id, "seed": s, "cpu_s": c}
+                  for s, c in ((0, 30.0), (1, 50.0))]).to_csv(path, index=False)
+    assert rp.retimed(path) == {("gaga_table16", cells[0].cell_id): 40.0}
+    states = [rp.CellState(c, "h", tmp_path / "x.csv", {0}, [], committed, again)
+              for c, committed, again in zip(cells, (100.0, 200.0, 50.0), (40.0, None, None), strict=True)]
+    plan = rp.plan_lines(states, 3)
+    assert "r40.0 s/run" in plan[0] and "≈80.0 s/run" in plan[1] and " 50.0 s/run" in plan[2]
+    # 2 runs left per cell: (40 + 80 + 50) * 2 = 340 s; from the committed seconds (100 + 200 + 50) * 2
+    assert "ETA 6 min" in plan[3] and "from the committed rows' seconds alone: 12 min" in plan[4]
+    # a per-run budget reads the re-timing where there is one
+    assert [c for c, _ in rp.pending_tasks(states, 2, max_cell_seconds=60.0)] == [cells[0], cells[2]]
+
+
 def test_comparison_against_an_independent_computation(tmp_path):
     vals = {"original": [0.33, 0.35], "acs": [0.22, 0.24], "mospl": [0.25, 0.23], "gaga": [0.20, 0.22]}
     tests = {m: [x - 0.01 for x in v] for m, v in vals.items()}

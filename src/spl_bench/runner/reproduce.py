@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
@@ -275,10 +276,38 @@ class CellState:
     done: set[int]
     stale: list[Path]
     sec_per_run: float | None
+    #: CPU seconds of one run of this cell re-timed with today's code (``results/bench/retimed.csv``)
+    sec_retimed: float | None = None
 
 
-def cell_states(cells: list[Cell], root: Path | None = None) -> list[CellState]:
-    """Hash, committed seeds, stale files and measured seconds per run of every cell."""
+#: the re-timings of committed seeds by today's code (``scripts/retime_cells.py``): the plan's ETA
+#: reads them instead of the committed rows' seconds, which older code made, on busier machines
+RETIMED_FILE = Path("results") / "bench" / "retimed.csv"
+RETIMED_COLUMNS = ["rows_name", "cell_id", "seed", "cpu_s", "committed_s", "agrees", "worst_rel", "code_version",
+                   "date"]
+
+
+def retimed(path: Path | None = None) -> dict[tuple[str, str], float]:
+    """Median re-timed CPU seconds per ``(rows folder, cell id)``, from the newest code version's rows."""
+    path = path if path is not None else repo_root() / RETIMED_FILE
+    if not path.is_file():
+        return {}
+    frame = pd.read_csv(path)
+    if frame.empty:
+        return {}
+    out = {}
+    for key, rows in frame.groupby(["rows_name", "cell_id"]):
+        if "code_version" in rows:  # the code version re-timed last (rows are appended in time order)
+            rows = rows[rows["code_version"] == rows["code_version"].iloc[-1]]
+        out[(str(key[0]), str(key[1]))] = float(rows["cpu_s"].median())
+    return out
+
+
+def cell_states(cells: list[Cell], root: Path | None = None, retimed_path: Path | None = None) -> list[CellState]:
+    """Hash, committed seeds, stale files and measured seconds per run of every cell (committed, and
+    re-timed by today's code where :data:`RETIMED_FILE` has the cell)."""
+    # a rows root of its own (tests, other worktrees) has no re-timings unless given them
+    again = retimed(retimed_path) if retimed_path is not None or root is None else {}
     states = []
     for cell in cells:
         h = cell_hash(compose_cell(cell))
@@ -287,7 +316,8 @@ def cell_states(cells: list[Cell], root: Path | None = None) -> list[CellState]:
         done = set(int(s) for s in frame["seed"].unique()) if len(frame) else set()
         times = frame.drop_duplicates("seed")["time_s"] if len(frame) else pd.Series(dtype=float)
         stale = sorted(p for p in path.parent.glob(f"{cell.cell_id}__*.csv") if p != path)
-        states.append(CellState(cell, h, path, done, stale, float(times.mean()) if len(times) else None))
+        states.append(CellState(cell, h, path, done, stale, float(times.mean()) if len(times) else None,
+                                again.get((cell.rows_name, cell.cell_id))))
     return states
 
 
@@ -299,31 +329,58 @@ def _fmt_seconds(sec: float) -> str:
     return f"{sec / 3600:.1f} h"
 
 
+def _family_ratios(states: list[CellState]) -> dict[tuple[str, str], float]:
+    """Median of (re-timed / committed seconds) over the re-timed cells of each (rows folder, method)."""
+    ratios: dict[tuple[str, str], list[float]] = {}
+    for st in states:
+        if st.sec_retimed is not None and st.sec_per_run:
+            ratios.setdefault((st.cell.rows_name, _method_of(st.cell)), []).append(st.sec_retimed / st.sec_per_run)
+    return {k: float(np.median(v)) for k, v in ratios.items()}
+
+
 def plan_lines(states: list[CellState], runs: int, jobs: int = 1) -> list[str]:
-    """One line per cell (runs done / left, seconds per run, ETA) and a total."""
+    """One line per cell (runs done / left, seconds per run, ETA) and a total.
+
+    Seconds per run: a cell's re-timing by today's code (``r``) where there is one; else its
+    committed rows' mean scaled by the median re-timed / committed ratio of its (table, method)
+    family (``≈``) where the family has re-timed cells; else the committed mean; a cell never run
+    takes its method's slowest cell (``~``).  The total is given both ways.
+    """
     by_method: dict[str, list[float]] = {}
     for st in states:
         if st.sec_per_run is not None:
             by_method.setdefault(_method_of(st.cell), []).append(st.sec_per_run)
-    lines, total, unknown = [], 0.0, 0
+    ratio = _family_ratios(states)
+    lines, total, total_committed, unknown = [], 0.0, 0.0, 0
     for st in states:
         left = max(0, runs - len([s for s in st.done if s < runs]))
-        per = st.sec_per_run
-        guess = ""
-        if per is None and _method_of(st.cell) in by_method:
-            per, guess = max(by_method[_method_of(st.cell)]), "~"
+        committed, mark = st.sec_per_run, ""
+        if committed is None and _method_of(st.cell) in by_method:
+            committed, mark = max(by_method[_method_of(st.cell)]), "~"
+        per = committed
+        family = ratio.get((st.cell.rows_name, _method_of(st.cell)))
+        if st.sec_retimed is not None:
+            per, mark = st.sec_retimed, "r"
+        elif per is not None and family is not None:
+            per, mark = per * family, "≈"
         eta = "?" if per is None else _fmt_seconds(per * left)
         if left and per is None:
             unknown += 1
         total += (per or 0.0) * left
+        total_committed += (committed or 0.0) * left
         stale = f"  stale: {len(st.stale)} file(s)" if st.stale else ""
-        per_s = "?" if per is None else f"{guess}{per:.1f}"
+        per_s = "?" if per is None else f"{mark}{per:.1f}"
         lines.append(f"{st.cell.label:<80} {len(st.done):>3}/{runs} done  {per_s:>8} s/run  ETA {eta}{stale}")
+    n_left = sum(max(0, runs - len(st.done)) for st in states)
     lines.append(
-        f"total: {sum(max(0, runs - len(st.done)) for st in states)} runs left in {len(states)} cells, "
+        f"total: {n_left} runs left in {len(states)} cells, "
         f"ETA {_fmt_seconds(total / max(1, jobs))} with {jobs} job(s)"
         + (f" (+ {unknown} cells never timed)" if unknown else "")
     )
+    if ratio:
+        n_re = sum(st.sec_retimed is not None for st in states)
+        lines.append(f"       (re-timed: {n_re} cells, {len(ratio)} (table, method) families scaled; "
+                     f"from the committed rows' seconds alone: {_fmt_seconds(total_committed / max(1, jobs))})")
     return lines
 
 
@@ -340,15 +397,17 @@ def _method_of(cell: Cell) -> str:
 def pending_tasks(states: list[CellState], runs: int, max_cell_seconds: float | None) -> list[tuple[Cell, int]]:
     """(cell, seed) still to run, seed-major (every cell gets seed k before any gets k + 1).
 
-    A cell whose measured seconds per run exceed ``max_cell_seconds`` gets no new seed (it is
-    reported with the runs it has and the reason).
+    A cell whose measured seconds per run (re-timed by today's code where it has been, else its
+    committed rows') exceed ``max_cell_seconds`` gets no new seed (it is reported with the runs
+    it has and the reason).
     """
     tasks = []
     for seed in range(runs):
         for st in states:
             if seed in st.done:
                 continue
-            if max_cell_seconds is not None and st.sec_per_run is not None and st.sec_per_run > max_cell_seconds:
+            per = st.sec_retimed if st.sec_retimed is not None else st.sec_per_run
+            if max_cell_seconds is not None and per is not None and per > max_cell_seconds:
                 continue
             tasks.append((st.cell, seed))
     return tasks
