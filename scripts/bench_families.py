@@ -9,15 +9,20 @@ process), so that the figure does not depend on the machine's speed.
   hiva_agnostic with every non-constant column (n < d), 30 % of the labels flipped;
 * ``logistic_hiva_tall``: the same on 1,000 rows and 300 random columns (n > d, as in the
   Tables 5-6 cells);
+* ``logistic_hiva_cell``: the same on 2,306 rows and every column (n > d = 1,617, the size of a
+  Tables 5-6 training set), followed from age 0.1 to ``CELL_LAM_MAX``: the refined solves' route;
+  the path's live-row products through the dense rows or through ``X = 1 m^T + S``;
 * ``svm_linear_mfeat``: GAGA, linear-kernel SVM (C 0.4), linear SP, 1,000 rows of mfeat-pixel (the
   first class against the rest, 30 % of the labels flipped): the family of Tables 8, 11, 12, 15 and 16,
   whose paths are mostly jump points and so ACS warm starts;
 * ``outlier_path_musk``: Outlier-Path (variant s, linear kernel, C 1) on 640 rows of musk (the
   training rows of a 1,600-row subsample under Outlier-Path Table 2's 40 % split), 15 % flipped.
 
-Routes: GAGA's ``auto`` (RK45 with the Newton corrector) and ``PC`` (predictor-corrector); for the
-SVM, the trial polishes of the warm starts run all their rounds (``full_polish``) or give up once
-the re-assignment of the sets cycles (``cycle_exit``, the default); Outlier-Path has one route.
+Routes: GAGA's ``auto`` (RK45 with the Newton corrector) and ``PC`` (predictor-corrector); for
+the cell proxy, the path's products through the dense rows (``dense_rows``) or the split
+(``split_rows``, the default); for the SVM, the trial polishes of the warm starts run all their
+rounds (``full_polish``) or give up once the re-assignment of the sets cycles (``cycle_exit``,
+the default); Outlier-Path has one route.
 A route's critical points are compared with the first route's
 (``same_events``: the same count, ages within 1e-8 relative).
 
@@ -42,6 +47,7 @@ import scipy.linalg as sla
 from spl_bench.data.loaders import load_dataset
 from spl_bench.gaga.api import age_path
 from spl_bench.gaga.core.tracker import EngineOptions
+from spl_bench.gaga.glm.glm_system import GLMSystem
 from spl_bench.paths import repo_root
 from spl_bench.report.markdown import to_markdown
 
@@ -74,22 +80,32 @@ def hiva(n: int, n_cols: int | None, seed: int = 0) -> tuple[np.ndarray, np.ndar
     return (Xs - Xs.mean(0)) / Xs.std(0), ys
 
 
-def gaga_case(name: str, X: np.ndarray, y: np.ndarray, routes: dict[str, EngineOptions],
+def gaga_case(name: str, X: np.ndarray, y: np.ndarray, routes: dict[str, EngineOptions | tuple[EngineOptions, dict]],
               model: str = "logistic", sp: str = "mixture", sp_params: dict | None = None,
-              **model_params) -> list[dict]:
-    """GAGA on ``(X, y)`` by each route (name: its engine options): CPU seconds, LU units, critical points."""
+              lam_range: tuple[float, float] = (0.1, 20.0), **model_params) -> list[dict]:
+    """GAGA on ``(X, y)`` by each route (name: its engine options, or ``(options, {attribute: value})``
+    with class attributes of the GLM path system set for that route): CPU seconds, LU units,
+    critical points."""
     if not model_params:
         model_params = {"C": 0.5}
     if sp_params is None and sp == "mixture":
         sp_params = {"gamma": 0.2}
     unit = lu_unit(X.shape[1] + 1)
     out, ref = [], None
-    for route, opts in routes.items():
+    for route, spec in routes.items():
+        opts, attrs = spec if isinstance(spec, tuple) else (spec, {})
+        saved = {a: getattr(GLMSystem, a) for a in attrs}
         t = time.process_time()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            path = age_path(X, y, model=model, sp=sp, sp_params=sp_params, lam_range=(0.1, 20.0),
-                            options=opts, **model_params)
+        try:
+            for a, value in attrs.items():
+                setattr(GLMSystem, a, value)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                path = age_path(X, y, model=model, sp=sp, sp_params=sp_params, lam_range=lam_range,
+                                options=opts, **model_params)
+        finally:
+            for a, value in saved.items():
+                setattr(GLMSystem, a, value)
         cpu = time.process_time() - t
         ages = np.array([e["lam"] for e in path.events])
         ref = ages if ref is None else ref
@@ -136,12 +152,19 @@ def outlier_path_case() -> list[dict]:
 
 #: GAGA's ODE route against its predictor-corrector route
 ODE_ROUTES = {"auto": EngineOptions(), "PC": EngineOptions(method="PC")}
+#: the Table 6 cell's proxy is followed up to this age (the whole path takes an hour or more)
+CELL_LAM_MAX = 1.0
+#: the path's live-row products through the dense rows against ``X = 1 m^T + S`` (GLMSystem.sparse_path_products)
+SPLIT_ROUTES = {"dense_rows": (EngineOptions(), {"sparse_path_products": False}),
+                "split_rows": (EngineOptions(), {"sparse_path_products": True})}
 #: trial polishes with all their rounds against giving up once the set re-assignment cycles
 POLISH_ROUTES = {"full_polish": EngineOptions(polish_cycle_exit=False), "cycle_exit": EngineOptions()}
 
 CASES = {
     "logistic_hiva_wide": lambda: gaga_case("logistic_hiva_wide", *hiva(400, None), ODE_ROUTES),
     "logistic_hiva_tall": lambda: gaga_case("logistic_hiva_tall", *hiva(1000, 300), ODE_ROUTES),
+    "logistic_hiva_cell": lambda: gaga_case("logistic_hiva_cell", *hiva(2306, None), SPLIT_ROUTES,
+                                            lam_range=(0.1, CELL_LAM_MAX)),
     "svm_linear_mfeat": lambda: gaga_case("svm_linear_mfeat", *mfeat(1000), POLISH_ROUTES, model="svm", sp="linear",
                                           kernel="linear", C=0.4),
     "outlier_path_musk": outlier_path_case,

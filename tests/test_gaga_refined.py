@@ -349,3 +349,45 @@ def test_path_jacobian_through_the_sparse_gram_equals_the_dense_one(density):
         fit = system.newton_fit(v, model.fit_weighted(X, y, np.ones(300)))
         assert fit is not None and model.kkt_violation(fit, X, y, v) <= 1e-8
     assert np.abs(out[True] - out[False]).max() <= 1e-11 * np.abs(out[False]).max()
+
+
+def test_path_products_through_the_split_equal_the_dense_ones(monkeypatch):
+    """The logistic path system's live rows through ``X = 1 m^T + S`` (``sparse_path_products``):
+    the residual, ``J_lam``, a refined solve's products ``J_theta x`` and their rounding bound
+    equal those of the dense rows to rounding, on standardised binary features with samples in D;
+    and the age-path (linear SP, refined solves and Newton-fitted warm starts) has the same event
+    log and values as with the dense rows."""
+    rng = np.random.default_rng(7)
+    n, d = 240, 60
+    X = _binary_standardised(rng, n, d, 0.15)
+    w = rng.normal(size=d)
+    y = np.where(X @ w + rng.normal(size=n) > 0, 1.0, -1.0)
+    y[rng.random(n) < 0.3] *= -1
+    model = get_model("logistic", C=0.5)
+    monkeypatch.setattr(GLMSystem, "refine_min_dim", 1)  # (the split is made from refine_min_dim unknowns on)
+    out = {}
+    shake, x = 1 + 1e-3 * rng.normal(size=d + 1), rng.normal(size=d + 1)
+    for split in (True, False):
+        monkeypatch.setattr(GLMSystem, "sparse_path_products", split)
+        system = GLMSystem(model, get_sp("mixture", gamma=0.2), X, y)
+        system.init_from(model.fit_weighted(X, y, np.ones(n)), 0.8)
+        XL, rows, _ = system._live()
+        assert 0 < rows.size < n and isinstance(XL, RankOnePlusSparse) == split
+        theta = system.theta() * shake
+        _, D, Jl = system._curvature(theta, 0.8)
+        out[split] = (system.residual(theta, 0.8), Jl, system._jvp(theta, XL, D)(x),
+                      system._jvp_bound(theta, XL, D, system._abs_live())(x))
+    for a, b in zip(out[True], out[False], strict=True):
+        assert np.abs(np.asarray(a) - np.asarray(b)).max() <= 1e-12 * (1 + np.abs(b).max()) * n
+    paths = {}
+    for split in (True, False):
+        monkeypatch.setattr(GLMSystem, "sparse_path_products", split)
+        paths[split] = age_path(X, y, "logistic", "linear", lam_range=(0.2, 5.0), C=0.5)
+    new, ref = paths[True], paths[False]
+    assert new.meta["n_refined_solves"] > 0 and new.n_restarts > 0 and len(ref.events) >= 20
+    assert [e["kind"] for e in new.events] == [e["kind"] for e in ref.events]
+    assert [sorted(e["moves"]) for e in new.events] == [sorted(e["moves"]) for e in ref.events]
+    assert np.allclose([e["lam"] for e in new.events], [e["lam"] for e in ref.events], rtol=1e-8, atol=1e-10)
+    grid = np.linspace(0.21, 4.99, 120)
+    (a, b), (a0, b0) = new.at(grid), ref.at(grid)
+    assert np.abs(a - a0).max() <= 1e-7 * (1 + np.abs(a0).max()) and np.abs(b - b0).max() <= 1e-7

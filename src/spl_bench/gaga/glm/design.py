@@ -128,6 +128,8 @@ class GLMDesign:
         """
         k = XA.shape[1]
         split = self._sparse_gram() if rows is not None and k == self.d else None
+        if split is None and not isinstance(XA, np.ndarray):  # the split's rows, too dense for its Gram
+            XA = np.ascontiguousarray(self.X[rows])
         if split is not None:
             Dn = np.zeros(self.n)
             Dn[rows] = D
