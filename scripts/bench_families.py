@@ -27,7 +27,8 @@ A route's critical points are compared with the first route's
 (``same_events``: the same count, ages within 1e-8 relative).
 
 The data come from the local copies (``$SPL_BENCH_DATA_DIR``; ``make bench`` points it at
-``../shared/datasets``).  Writes ``results/bench/families.csv`` and ``.md``::
+``../shared/datasets``).  Writes ``results/bench/families.csv`` and ``.md`` (with ``--cases``, the
+rows of the other cases are kept from the earlier file)::
 
     python scripts/bench_families.py                 # every proxy
     python scripts/bench_families.py --cases logistic_hiva_tall
@@ -152,8 +153,9 @@ def outlier_path_case() -> list[dict]:
 
 #: GAGA's ODE route against its predictor-corrector route
 ODE_ROUTES = {"auto": EngineOptions(), "PC": EngineOptions(method="PC")}
-#: the Table 6 cell's proxy is followed up to this age (the whole path takes an hour or more)
-CELL_LAM_MAX = 1.0
+#: the Tables 5-6 cell proxy is followed up to this age: 3 critical points, about 13 CPU-s a route
+#: (past 2.0 a warm start alone takes minutes; the whole Table 6 path takes an hour or more)
+CELL_LAM_MAX = 1.6
 #: the path's live-row products through the dense rows against ``X = 1 m^T + S`` (GLMSystem.sparse_path_products)
 SPLIT_ROUTES = {"dense_rows": (EngineOptions(), {"sparse_path_products": False}),
                 "split_rows": (EngineOptions(), {"sparse_path_products": True})}
@@ -180,6 +182,10 @@ def main() -> None:
     df = pd.DataFrame(rows)
     out = repo_root() / "results" / "bench"
     out.mkdir(parents=True, exist_ok=True)
+    old = out / f"{args.stem}.csv"
+    if old.is_file():  # the other cases' rows of an earlier run are kept
+        kept = pd.read_csv(old)
+        df = pd.concat([kept[~kept["case"].isin(args.cases)], df], ignore_index=True)
     df.to_csv(out / f"{args.stem}.csv", index=False)
     md = [f"# Cost families' proxies ({time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()})",
           "", "`python scripts/bench_families.py`; LU units: CPU seconds over one dense d x d LU in the same "
