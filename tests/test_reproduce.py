@@ -107,6 +107,32 @@ def test_sweep_resumes_from_committed_rows(tmp_path, data_dir):
     assert len(cmp.load_ours("gaga_table2", tmp_path)) == len(rp.read_rows(again[0].file))
 
 
+def test_a_cell_without_its_data_fails_once_and_its_other_seeds_are_passed_over(tmp_path, data_dir, monkeypatch):
+    """One job: a cell whose dataset cannot be loaded (DataError) is run once, recorded as failed
+    once and its other seeds are passed over (said in one line); the other cell runs all its seeds."""
+    from spl_bench.errors import DataError
+
+    ok = rp.Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=original"))
+    gone = rp.Cell("5", "gaga_table5", ("+table_row=t5_nomao_n20", "method=original"))
+    real, calls = rp.run_seed, []
+
+    def fake(cell, seed, extra=(), progress=False):
+        calls.append((cell, seed))
+        if cell == gone:
+            raise DataError("dataset 'nomao': local file not found")
+        return real(cell, seed, extra)
+
+    monkeypatch.setattr(rp, "run_seed", fake)
+    states = rp.cell_states([gone, ok], tmp_path)
+    lines: list[str] = []
+    failures = rp.run_tables(states, 3, log=lines.append, root=tmp_path)
+    assert list(failures) == [gone.label]
+    assert [c for c, _ in calls].count(gone) == 1 and [c for c, _ in calls].count(ok) == 3
+    assert sum("FAILED" in line for line in lines) == 1
+    assert lines[-1].startswith("2 runs passed over: 1 cell(s) whose data could not be loaded")
+    assert len(pd.read_csv(tmp_path / "failures.csv")) == 1
+
+
 def test_plan_prefers_todays_re_timings_and_scales_their_family(tmp_path):
     """A re-timed cell's ETA uses its re-timing, the other cells of its (table, method) family the
     committed seconds times the family's median ratio, other families their committed seconds."""

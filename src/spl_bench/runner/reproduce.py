@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-from spl_bench.errors import ConfigError
+from spl_bench.errors import ConfigError, DataError
 from spl_bench.paths import config_dir, repo_root
 from spl_bench.report.compare import TABLES
 from spl_bench.runner.results import COLUMNS, atomic_write_csv
@@ -425,9 +425,12 @@ def run_only_overrides(cell: Cell, checkpoint_dir: Path | None, blas_threads: in
 
 def _execute(
     tasks: list[tuple[Cell, int]], jobs: int, executor: str, slurm: dict[str, Any] | None,
-    checkpoint_dir: Path | None = None, blas_threads: int = 1,
+    checkpoint_dir: Path | None = None, blas_threads: int = 1, skip: Callable[[Cell], bool] | None = None,
 ) -> Iterator[tuple[Cell, int, list[dict[str, Any]] | BaseException]]:
-    """Run the tasks; yield each (cell, seed, rows or the exception) as it finishes."""
+    """Run the tasks; yield each (cell, seed, rows or the exception) as it finishes.
+
+    ``skip``: run by run (one job, in this process), a task whose cell it accepts is passed over
+    (the parallel executors submit every task up front)."""
     extras = [run_only_overrides(c, checkpoint_dir, blas_threads) for c, _ in tasks]
 
     if executor == "submitit":
@@ -447,7 +450,8 @@ def _execute(
         return
     if jobs <= 1:
         for (cell, seed), extra in zip(tasks, extras, strict=True):
-            yield _guarded_task(cell, seed, extra)
+            if skip is None or not skip(cell):
+                yield _guarded_task(cell, seed, extra)
         return
     from joblib import Parallel, delayed
 
@@ -480,20 +484,26 @@ def run_tables(
     ``root``: the rows folder (default ``results/rows``; the states' files must lie below it).
     ``checkpoint_dir``: GAGA runs save their path's state there and resume from it
     (:func:`run_only_overrides`); ``blas_threads``: their BLAS threads.
+    A cell whose data cannot be loaded (:class:`~spl_bench.errors.DataError`: no local copy and no
+    download) fails once; with one job its other seeds are passed over and counted at the end.
     """
     tasks = pending_tasks(states, runs, max_cell_seconds)
     by_cell = {st.cell: st for st in states}
     refresh_index(states, root)
     failures: dict[str, str] = {}
+    no_data: set[Cell] = set()
     t0 = time.perf_counter()
     log(f"{len(tasks)} runs to do in {len({c for c, _ in tasks})} cells, {jobs} job(s)")
-    results = _execute(tasks, jobs, executor, slurm, checkpoint_dir, blas_threads)
+    results = _execute(tasks, jobs, executor, slurm, checkpoint_dir, blas_threads, skip=no_data.__contains__)
+    i = 0
     for i, (cell, seed, result) in enumerate(results, start=1):
         elapsed = time.perf_counter() - t0
         if isinstance(result, BaseException):
             failures[cell.label] = f"{type(result).__name__}: {result}".splitlines()[0][:300]
             log(f"[{i}/{len(tasks)}] {cell.label} seed {seed}: FAILED {failures[cell.label]}")
             record_failure(cell, seed, failures[cell.label], root)
+            if isinstance(result, DataError):
+                no_data.add(cell)
             continue
         st = by_cell[cell]
         append_rows(st.file, result)
@@ -501,6 +511,9 @@ def run_tables(
         main = next(r for r in result if not str(r["metric"]).startswith("selection_"))
         log(f"[{i}/{len(tasks)}] {cell.label} seed {seed}: {main['metric']} {main['value']:.4f} "
             f"({main['time_s']:.1f} s fit; {elapsed / 60:.1f} min elapsed)")  # fmt: skip
+    if i < len(tasks):
+        log(f"{len(tasks) - i} runs passed over: {len(no_data)} cell(s) whose data could not be loaded "
+            "(the first failure of each is above)")
     return failures
 
 
