@@ -150,6 +150,13 @@ def test_plan_prefers_todays_re_timings_and_scales_their_family(tmp_path):
     assert "ETA 6 min" in plan[3] and "from the committed rows' seconds alone: 12 min" in plan[4]
     # a per-run budget reads the re-timing where there is one
     assert [c for c, _ in rp.pending_tasks(states, 2, max_cell_seconds=60.0)] == [cells[0], cells[2]]
+    # the family's ratio is that of the re-timed seeds against their own committed seconds, which
+    # runs committed later by today's code (a faster committed mean, 45 s here) do not dilute
+    pd.DataFrame([{"rows_name": "gaga_table16", "cell_id": cells[0].cell_id, "seed": 0, "cpu_s": 40.0,
+                   "committed_s": 100.0}]).to_csv(path, index=False)
+    assert rp.retimed_ratios(path) == {("gaga_table16", cells[0].cell_id): 0.4}
+    states[0] = rp.CellState(cells[0], "h", tmp_path / "x.csv", {0, 1}, [], 45.0, 40.0, 0.4)
+    assert "≈80.0 s/run" in rp.plan_lines(states, 3)[1]
 
 
 def test_comparison_against_an_independent_computation(tmp_path):

@@ -278,6 +278,8 @@ class CellState:
     sec_per_run: float | None
     #: CPU seconds of one run of this cell re-timed with today's code (``results/bench/retimed.csv``)
     sec_retimed: float | None = None
+    #: those seconds over the re-timed seeds' committed seconds (:func:`retimed_ratios`)
+    retimed_ratio: float | None = None
 
 
 #: the re-timings of committed seeds by today's code (``scripts/retime_cells.py``): the plan's ETA
@@ -287,27 +289,38 @@ RETIMED_COLUMNS = ["rows_name", "cell_id", "seed", "cpu_s", "committed_s", "agre
                    "date"]
 
 
-def retimed(path: Path | None = None) -> dict[tuple[str, str], float]:
-    """Median re-timed CPU seconds per ``(rows folder, cell id)``, from the newest code version's rows."""
+def _retimed_rows(path: Path | None) -> Iterator[tuple[tuple[str, str], pd.DataFrame]]:
+    """The re-timing rows of each ``(rows folder, cell id)``, those of the newest code version."""
     path = path if path is not None else repo_root() / RETIMED_FILE
     if not path.is_file():
-        return {}
+        return
     frame = pd.read_csv(path)
-    if frame.empty:
-        return {}
-    out = {}
     for key, rows in frame.groupby(["rows_name", "cell_id"]):
         if "code_version" in rows:  # the code version re-timed last (rows are appended in time order)
             rows = rows[rows["code_version"] == rows["code_version"].iloc[-1]]
-        out[(str(key[0]), str(key[1]))] = float(rows["cpu_s"].median())
-    return out
+        yield (str(key[0]), str(key[1])), rows
+
+
+def retimed(path: Path | None = None) -> dict[tuple[str, str], float]:
+    """Median re-timed CPU seconds per ``(rows folder, cell id)``, from the newest code version's rows."""
+    return {key: float(rows["cpu_s"].median()) for key, rows in _retimed_rows(path)}
+
+
+def retimed_ratios(path: Path | None = None) -> dict[tuple[str, str], float]:
+    """Median of (re-timed CPU seconds / the seed's committed seconds when it was re-timed) per
+    ``(rows folder, cell id)``: the speed-up of today's code on the same seeds, which later runs
+    committed to the cell (by today's code) do not dilute."""
+    return {key: float((rows["cpu_s"] / rows["committed_s"]).median()) for key, rows in _retimed_rows(path)
+            if "committed_s" in rows and (rows["committed_s"] > 0).all()}
 
 
 def cell_states(cells: list[Cell], root: Path | None = None, retimed_path: Path | None = None) -> list[CellState]:
     """Hash, committed seeds, stale files and measured seconds per run of every cell (committed, and
     re-timed by today's code where :data:`RETIMED_FILE` has the cell)."""
     # a rows root of its own (tests, other worktrees) has no re-timings unless given them
-    again = retimed(retimed_path) if retimed_path is not None or root is None else {}
+    use = retimed_path is not None or root is None
+    again = retimed(retimed_path) if use else {}
+    ratio = retimed_ratios(retimed_path) if use else {}
     states = []
     for cell in cells:
         h = cell_hash(compose_cell(cell))
@@ -316,8 +329,9 @@ def cell_states(cells: list[Cell], root: Path | None = None, retimed_path: Path 
         done = set(int(s) for s in frame["seed"].unique()) if len(frame) else set()
         times = frame.drop_duplicates("seed")["time_s"] if len(frame) else pd.Series(dtype=float)
         stale = sorted(p for p in path.parent.glob(f"{cell.cell_id}__*.csv") if p != path)
+        key = (cell.rows_name, cell.cell_id)
         states.append(CellState(cell, h, path, done, stale, float(times.mean()) if len(times) else None,
-                                again.get((cell.rows_name, cell.cell_id))))
+                                again.get(key), ratio.get(key)))
     return states
 
 
@@ -330,11 +344,16 @@ def _fmt_seconds(sec: float) -> str:
 
 
 def _family_ratios(states: list[CellState]) -> dict[tuple[str, str], float]:
-    """Median of (re-timed / committed seconds) over the re-timed cells of each (rows folder, method)."""
+    """Median of (re-timed / committed seconds) over the re-timed cells of each (rows folder, method):
+    per cell the ratio on the re-timed seeds themselves (:attr:`CellState.retimed_ratio`), else
+    the re-timing over the cell's committed mean."""
     ratios: dict[tuple[str, str], list[float]] = {}
     for st in states:
-        if st.sec_retimed is not None and st.sec_per_run:
-            ratios.setdefault((st.cell.rows_name, _method_of(st.cell)), []).append(st.sec_retimed / st.sec_per_run)
+        r = st.retimed_ratio
+        if r is None and st.sec_retimed is not None and st.sec_per_run:
+            r = st.sec_retimed / st.sec_per_run
+        if r is not None:
+            ratios.setdefault((st.cell.rows_name, _method_of(st.cell)), []).append(r)
     return {k: float(np.median(v)) for k, v in ratios.items()}
 
 
