@@ -126,6 +126,38 @@ def test_noise_scope_all_corrupts_test_labels_once_for_every_run():
         noisy_labels_all_rows(reg, NoiseConfig("gaussian_shift", 0.3), 40)
 
 
+def test_all_rows_noise_is_drawn_once_per_data_set_noise_and_seed(monkeypatch):
+    import spl_bench.protocol.run as run_mod
+
+    calls = []
+    real = run_mod.inject_noise
+
+    def counting(*args, **kwargs):
+        calls.append(args[3:5])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(run_mod, "inject_noise", counting)
+    monkeypatch.setattr(run_mod, "_ALL_ROWS_NOISE", {})
+    ds = _toy_classification()
+    noise = NoiseConfig("near_boundary_flip", 0.2, {"count": "pool"})
+    y1, idx1 = run_mod.noisy_labels_all_rows(ds, noise, 40)
+    y1[:] = 0.0  # the caller's copy: the memo must not see it
+    y2, idx2 = run_mod.noisy_labels_all_rows(ds, noise, 40)
+    assert len(calls) == 1
+    # the memo gives what a fresh draw gives
+    monkeypatch.setattr(run_mod, "_ALL_ROWS_NOISE", {})
+    y3, idx3 = run_mod.noisy_labels_all_rows(ds, noise, 40)
+    assert len(calls) == 2 and np.array_equal(y2, y3) and np.array_equal(idx2, idx3)
+    assert set(np.unique(y2)) == {-1.0, 1.0} and int((y2 != ds.y).sum()) == len(idx2) > 0
+    # another seed, rate or data set is another draw
+    run_mod.noisy_labels_all_rows(ds, noise, 41)
+    run_mod.noisy_labels_all_rows(ds, NoiseConfig("near_boundary_flip", 0.3, {"count": "pool"}), 40)
+    other = Dataset("toy", ds.X.copy(), ds.y.copy(), "classification")
+    other.X[0, 0] += 1.0
+    run_mod.noisy_labels_all_rows(other, noise, 40)
+    assert len(calls) == 5
+
+
 def _fit_rows(ds: Dataset, y_noisy: np.ndarray, tr: np.ndarray, proto: ProtocolConfig, run: int):
     """The fitting rows ``run_once`` uses under validation selection (standardised on the training rows)."""
     mu, sd = ds.X[tr].mean(0), ds.X[tr].std(0)
