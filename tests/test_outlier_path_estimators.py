@@ -47,6 +47,29 @@ def test_smo_box_matches_svc(seed, C):
         assert abs(b - est.intercept_[0]) < 1e-5
 
 
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 5000), C=st.sampled_from([0.01, 1.0, 100.0]), kernel=st.sampled_from(["rbf", "linear"]),
+       warm=st.booleans())
+def test_compiled_smo_takes_the_numpy_loops_steps(seed, C, kernel, warm):
+    """The compiled pair loop is the numpy loop (same operations, same order): same iterates, bit for bit,
+    including duplicated rows (ties in the working-set choice) and an iteration cap that stops it."""
+    X, y = make_data(seed)
+    X[:5] = X[0]
+    K = rbf_kernel(X, gamma=0.5) if kernel == "rbf" else X @ X.T
+    Q = np.outer(y, y) * K
+    rng = np.random.default_rng(seed)
+    out = rng.uniform(size=len(y)) < 0.25
+    theta = float(rng.uniform())
+    lo = np.where(out, -C * (1 - theta), 0.0)
+    hi = np.where(out, C * theta, C)
+    a0 = rng.uniform(0.0, C, size=len(y)) if warm else None
+    for cap in (7, 50_000):
+        a1, b1, it1 = smo_box(Q, y, lo, hi, a0, tol=1e-10, max_iter=cap, compiled=False)
+        a2, b2, it2 = smo_box(Q, y, lo, hi, a0, tol=1e-10, max_iter=cap, compiled=True)
+        assert it1 == it2
+        assert np.array_equal(a1, a2) and b1 == b2
+
+
 def test_smo_shifted_box_matches_slsqp():
     """The CCCP subproblem's box [-C(1-theta), C theta] on outliers, against SLSQP."""
     X, y = make_data(3, n=16)
