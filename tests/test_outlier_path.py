@@ -234,3 +234,27 @@ def test_path_has_jumps_and_theta_start_is_the_svm():
     # the objective at theta = 0 is not larger than that of the SVM start evaluated at theta = 0
     svm = res.breakpoints[0]
     assert res.breakpoints[-1].objective <= objective(svm.alpha, svm.b, K, y, 2.0, 0.0, 0.0) + 1e-9
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(1, 40), seed=st.integers(0, 10_000), symmetric=st.booleans())
+def test_gathers_give_numpys_fancy_indexing_values_and_layout(n, seed, symmetric):
+    """The engine's gathers replace ``Q[np.ix_(A, F)]`` and ``Q[:, nz]``: same values and same
+    memory layout (the layout decides which BLAS kernel a product runs, hence its rounding)."""
+    from spl_bench.methods.outlier_path.path import take_block, take_columns, transpose_for_columns
+
+    rng = np.random.default_rng(seed)
+    Q = rng.normal(size=(n, n))
+    if symmetric:
+        Q = Q + Q.T
+    rows = np.flatnonzero(rng.uniform(size=n) < 0.4)
+    cols = np.flatnonzero(rng.uniform(size=n) < 0.6)
+    Qt = transpose_for_columns(Q)
+    assert (Qt is Q) == bool(np.array_equal(Q, Q.T))
+    assert np.array_equal(Qt, Q.T) and Qt.flags["C_CONTIGUOUS"]
+    for mine, ref in ((take_block(Q, rows, cols), Q[np.ix_(rows, cols)]), (take_columns(Qt, cols), Q[:, cols])):
+        assert mine.shape == ref.shape and np.array_equal(mine, ref)
+        assert mine.flags["C_CONTIGUOUS"] == ref.flags["C_CONTIGUOUS"]
+        assert mine.flags["F_CONTIGUOUS"] == ref.flags["F_CONTIGUOUS"]
+        x = rng.normal(size=ref.shape[1])
+        assert np.array_equal(mine @ x, ref @ x)

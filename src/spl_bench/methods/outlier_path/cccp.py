@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit
 from numpy.typing import NDArray
 
-from spl_bench.methods.outlier_path.path import Array, DegenerateStepError, rsvm_objective
+from spl_bench.methods.outlier_path.path import Array, DegenerateStepError, rsvm_objective, take_block
 
 
 def project_feasible(alpha: Array, y: Array, lo: Array, hi: Array) -> Array:
@@ -222,7 +222,7 @@ def box_homotopy(
 
     def solve(A: NDArray[np.intp], rhs: Array) -> Array:
         M = np.zeros((A.size + 1, A.size + 1))
-        M[:-1, :-1] = Q[np.ix_(A, A)]
+        M[:-1, :-1] = take_block(Q, A, A)
         M[:-1, -1] = y[A]
         M[-1, :-1] = y[A]
         try:
@@ -240,7 +240,7 @@ def box_homotopy(
         A = np.flatnonzero(st == _FREE)
         if A.size:
             fix = np.flatnonzero(st != _FREE)
-            rhs = np.concatenate([1.0 - Q[np.ix_(A, fix)] @ alpha[fix], [-(y[fix] @ alpha[fix])]])
+            rhs = np.concatenate([1.0 - take_block(Q, A, fix) @ alpha[fix], [-(y[fix] @ alpha[fix])]])
             sol = solve(A, rhs)
             alpha[A] = sol[:-1]
             b = float(sol[-1])
@@ -270,7 +270,7 @@ def box_homotopy(
         db = 0.0
         if A.size:
             nz = np.flatnonzero(q)
-            sol = solve(A, -np.concatenate([Q[np.ix_(A, nz)] @ q[nz], [y[nz] @ q[nz]]]))
+            sol = solve(A, -np.concatenate([take_block(Q, A, nz) @ q[nz], [y[nz] @ q[nz]]]))
             da[A] = sol[:-1]
             db = float(sol[-1])
         dm = Q @ da + y * db

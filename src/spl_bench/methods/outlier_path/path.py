@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numba import njit
 from numpy.typing import NDArray
 from scipy.linalg import lapack
 from sklearn.svm import SVC
@@ -83,6 +84,33 @@ HARRIS_TOL = 1e-11
 #: a swapped point's margin rate of the wrong sign below this fraction of ``|da_j| Q_jj`` (a
 #: relative Schur complement) is rounding noise of a pinned f, not a crossing back
 SCHUR_NOISE = 1e-6
+
+
+@njit(cache=True)
+def take_block(Q: Array, rows: NDArray[np.intp], cols: NDArray[np.intp]) -> Array:  # pragma: no cover - compiled
+    """``Q[np.ix_(rows, cols)]`` as a new C-ordered array (the same values, without numpy's fancy
+    indexing overhead: 0.35 ms instead of 1.6 ms for 170 x 2,468 of a 2,638-row Gram matrix)."""
+    out = np.empty((rows.size, cols.size))
+    for a in range(rows.size):
+        r = rows[a]
+        for c in range(cols.size):
+            out[a, c] = Q[r, cols[c]]
+    return out
+
+
+def take_columns(Qt: Array, cols: NDArray[np.intp]) -> Array:
+    """``Q[:, cols]`` read as rows of ``Qt = Q.T`` (C order): the same values in the same layout as
+    numpy's fancy indexing gives (Fortran order, so a product with it runs the same BLAS kernel and
+    rounds the same way), from contiguous row copies instead of strided column reads (0.3 ms
+    instead of 2.6 ms for 170 columns of 2,638 rows)."""
+    return np.take(Qt, cols, axis=0).T  # np.take: 0.3 ms where Qt[cols] takes 2.7 ms
+
+
+def transpose_for_columns(Q: Array) -> Array:
+    """``Q.T`` in C order for :func:`take_columns`: ``Q`` itself when it is exactly symmetric (a Gram
+    matrix of one set of rows), otherwise a transposed copy."""
+    Q = np.ascontiguousarray(Q, dtype=float)
+    return Q if np.array_equal(Q, Q.T) else np.ascontiguousarray(Q.T)
 
 
 def kkt_factor(M: Array) -> tuple[Array, Array, float]:
@@ -334,7 +362,9 @@ class _Engine:
     """Event-driven tracer of one-parameter piecewise-linear paths of the RSVM KKT system."""
 
     def __init__(self, Q: Array, y: Array, C: float, theta: float, s: float, tol: float = 1e-9) -> None:
-        self.Q = Q
+        self.Q = np.ascontiguousarray(Q, dtype=float)
+        #: ``Q.T`` in C order: the columns of Q as rows (:func:`take_columns`)
+        self.Qt = transpose_for_columns(self.Q)
         self.y = y
         self.n = len(y)
         self.C = float(C)
@@ -381,7 +411,7 @@ class _Engine:
     def _kkt_matrix(self, A: NDArray[np.intp]) -> Array:
         k = A.size
         M = np.zeros((k + 1, k + 1))
-        M[:k, :k] = self.Q[np.ix_(A, A)]
+        M[:k, :k] = take_block(self.Q, A, A)
         M[:k, k] = self.y[A]
         M[k, :k] = self.y[A]
         return M
@@ -416,7 +446,7 @@ class _Engine:
             fix[A] = False
             F = np.flatnonzero(fix)
             af = self.alpha[F]
-            QAF = self.Q[np.ix_(A, F)]
+            QAF = take_block(self.Q, A, F)
             rhs = np.empty(A.size + 1)
             rhs[:-1] = self.targets(A) - QAF @ af
             rhs[-1] = -self.y[F] @ af
@@ -512,7 +542,7 @@ class _Engine:
             if abs(r) <= 1e-12 * max(1.0, np.abs(da).max(initial=0.0)):
                 return da, 0.0
             return None
-        QAn = self.Q[np.ix_(A, nz)]
+        QAn = take_block(self.Q, A, nz)
         dn = da[nz]
         rhs = np.empty(A.size + 1)
         rhs[:-1] = -(QAn @ dn)
@@ -531,7 +561,7 @@ class _Engine:
 
     def margin_rate(self, da: Array, db: float) -> Array:
         nz = np.flatnonzero(da)
-        return self.Q[:, nz] @ da[nz] + self.y * db
+        return take_columns(self.Qt, nz) @ da[nz] + self.y * db
 
     # ----------------------------------------------------------------- events
     def next_event(self, da: Array, dm: Array, limit: float, exclude: int) -> tuple[float, int, str]:
