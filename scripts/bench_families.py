@@ -16,13 +16,15 @@ process), so that the figure does not depend on the machine's speed.
   first class against the rest, 30 % of the labels flipped): the family of Tables 8, 11, 12, 15 and 16,
   whose paths are mostly jump points and so ACS warm starts;
 * ``outlier_path_musk``: Outlier-Path (variant s, linear kernel, C 1) on 640 rows of musk (the
-  training rows of a 1,600-row subsample under Outlier-Path Table 2's 40 % split), 15 % flipped.
+  training rows of a 1,600-row subsample under Outlier-Path Table 2's 40 % split), 15 % flipped;
+* ``cccp_smo_musk``: the CCCP baseline's SMO fallback on a subproblem of the musk cell's size.
 
 Routes: GAGA's ``auto`` (RK45 with the Newton corrector) and ``PC`` (predictor-corrector); for
 the cell proxy, the path's products through the dense rows (``dense_rows``) or the split
 (``split_rows``, the default); for the SVM, the trial polishes of the warm starts run all their
 rounds (``full_polish``) or give up once the re-assignment of the sets cycles (``cycle_exit``,
-the default); Outlier-Path has one route.
+the default); for Outlier-Path, the engine's active-set gathers by numpy's fancy indexing or compiled
+(the default); for CCCP, the SMO fallback's pair loop in numpy or compiled (the default).
 A route's critical points are compared with the first route's
 (``same_events``: the same count, ages within 1e-8 relative).
 
@@ -131,25 +133,78 @@ def mfeat(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     return (X - X.mean(0)) / X.std(0), y
 
 
-def outlier_path_case() -> list[dict]:
-    """Outlier-Path (variant s, linear kernel, C 1) on 640 training rows of musk, 15 % flipped."""
-    from spl_bench.methods.outlier_path.estimators import OutlierPath
-
+def musk(n: int = 640) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` training rows of musk (those of a 1,600-row subsample under Outlier-Path Table 2's 40 % split),
+    standardised, 15 % of the labels flipped."""
     ds = load_dataset("musk")
     rng = np.random.default_rng(0)
-    rows = rng.choice(len(ds.y), 640, replace=False)
+    rows = rng.choice(len(ds.y), n, replace=False)
     X, y = np.asarray(ds.X, float)[rows], np.where(np.asarray(ds.y)[rows] > 0, 1.0, -1.0)
     X = (X - X.mean(0)) / np.where(X.std(0) > 0, X.std(0), 1.0)
     y[rng.random(y.size) < 0.15] *= -1
-    unit = lu_unit(X.shape[1] + 1)
-    t = time.process_time()
-    est = OutlierPath(model_params={"kernel": "linear", "C": 1.0}, variant="s", C_grid=[1.0]).fit(X, y)
-    cpu = time.process_time() - t
-    n_ev = int(est.run_info()["n_events"])
-    return [{"case": "outlier_path_musk", "route": "exact", "n": X.shape[0], "d": X.shape[1], "cpu_s": cpu,
-             "lu_unit_ms": 1e3 * unit, "lu_units": cpu / unit, "events": n_ev,
-             "lu_units_per_event": cpu / unit / max(n_ev, 1), "restarts": 0, "same_events": True}]
+    return X, y
 
+
+def outlier_path_case() -> list[dict]:
+    """Outlier-Path (variant s, linear kernel, C 1) on :func:`musk`'s rows: the engine's active-set gathers
+    by numpy's fancy indexing (``numpy_gathers``) or compiled (``compiled_gathers``, the default)."""
+    from spl_bench.methods.outlier_path.estimators import OutlierPath
+    from spl_bench.methods.outlier_path.path import _Engine
+
+    X, y = musk()
+    unit = lu_unit(X.shape[1] + 1)
+    out, ref = [], None
+    for route, flag in (("numpy_gathers", False), ("compiled_gathers", True)):
+        saved = _Engine.compiled_gathers
+        t = time.process_time()
+        try:
+            _Engine.compiled_gathers = flag
+            est = OutlierPath(model_params={"kernel": "linear", "C": 1.0}, variant="s", C_grid=[1.0]).fit(X, y)
+        finally:
+            _Engine.compiled_gathers = saved
+        cpu = time.process_time() - t
+        bps = [(bp.param, bp.b, bp.alpha) for p in est.paths_ for bp in p.breakpoints]
+        ref = bps if ref is None else ref
+        same = len(bps) == len(ref) and all(a[0] == b[0] and a[1] == b[1] and np.array_equal(a[2], b[2])
+                                            for a, b in zip(bps, ref, strict=True))
+        n_ev = int(est.run_info()["n_events"])
+        out.append({"case": "outlier_path_musk", "route": route, "n": X.shape[0], "d": X.shape[1], "cpu_s": cpu,
+                    "lu_unit_ms": 1e3 * unit, "lu_units": cpu / unit, "events": n_ev,
+                    "lu_units_per_event": cpu / unit / max(n_ev, 1), "restarts": 0, "same_events": same})
+        print(out[-1], flush=True)
+    return out
+
+
+def cccp_smo_case() -> list[dict]:
+    """CCCP's SMO fallback on a subproblem of the musk table cell's size (2,638 rows, linear kernel, C 1,
+    15 % of the points on the outliers' box ``[-C, 0]`` as with ``s`` fixed and ``theta = 0``), from zero,
+    ``SMO_PAIRS`` pairs: the pair loop in numpy (``numpy_smo``) or compiled (``compiled_smo``, the
+    default).  ``events`` counts the pairs; ``same_events``: the iterates bit-identical to the first route's.
+    (Smaller CCCP proxies of musk never fall back to SMO: their subproblem homotopies stay regular.)"""
+    from spl_bench.methods.outlier_path.cccp import smo_box
+
+    X, y = musk(2638)
+    Q = np.outer(y, y) * (X @ X.T)
+    out_box = np.random.default_rng(1).random(y.size) < 0.15
+    lo, hi = np.where(out_box, -1.0, 0.0), np.where(out_box, 0.0, 1.0)
+    smo_box(Q[:3, :3], y[:3], lo[:3], hi[:3])  # compiled (or loaded from numba's cache) before timing
+    unit = lu_unit(X.shape[1] + 1)
+    out, ref = [], None
+    for route, flag in (("numpy_smo", False), ("compiled_smo", True)):
+        t = time.process_time()
+        alpha, b, pairs = smo_box(Q, y, lo, hi, tol=1e-8, max_iter=SMO_PAIRS, compiled=flag)
+        cpu = time.process_time() - t
+        ref = (alpha, b) if ref is None else ref
+        same = bool(np.array_equal(alpha, ref[0]) and b == ref[1])
+        out.append({"case": "cccp_smo_musk", "route": route, "n": X.shape[0], "d": X.shape[1], "cpu_s": cpu,
+                    "lu_unit_ms": 1e3 * unit, "lu_units": cpu / unit, "events": pairs,
+                    "lu_units_per_event": cpu / unit / max(pairs, 1), "restarts": 0, "same_events": same})
+        print(out[-1], flush=True)
+    return out
+
+
+#: pairs of the SMO proxy (the Table 2 CCCP-s musk cell ran 2.5 million in 58 fallbacks)
+SMO_PAIRS = 20_000
 
 #: GAGA's ODE route against its predictor-corrector route
 ODE_ROUTES = {"auto": EngineOptions(), "PC": EngineOptions(method="PC")}
@@ -170,6 +225,7 @@ CASES = {
     "svm_linear_mfeat": lambda: gaga_case("svm_linear_mfeat", *mfeat(1000), POLISH_ROUTES, model="svm", sp="linear",
                                           kernel="linear", C=0.4),
     "outlier_path_musk": outlier_path_case,
+    "cccp_smo_musk": cccp_smo_case,
 }
 
 

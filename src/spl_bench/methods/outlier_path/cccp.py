@@ -323,7 +323,7 @@ class CCCPSolution:
 def cccp(
     Q: Array, y: Array, C: float, theta: float, s: float, alpha0: Array, b0: float,
     tol: float = 1e-8, max_outer: int = 100, box0: tuple[Array, Array] | None = None,
-    solver: str = "homotopy",
+    solver: str = "homotopy", smo_compiled: bool = True,
 ) -> CCCPSolution:
     """CCCP for eq. (1) at one ``(theta, s)``, started from ``(alpha0, b0)``.
 
@@ -331,7 +331,8 @@ def cccp(
     Each convex subproblem is solved exactly by :func:`box_homotopy` from the previous
     one (``solver="homotopy"``; on a degenerate system it falls back to SMO) or by
     :func:`smo_box` with gap ``tol`` (``solver="smo"``).  Stops when the linearisation set
-    ``O_k`` no longer changes (then the iterate is a fixed point).
+    ``O_k`` no longer changes (then the iterate is a fixed point).  ``smo_compiled=False`` runs
+    SMO's numpy pair loop (the same iterates, slower: for benchmarks).
     """
     alpha, b = alpha0.copy(), float(b0)
     n = len(y)
@@ -355,7 +356,7 @@ def cccp(
             except DegenerateStepError:
                 n_unconv += 1  # counted as a fallback
         if not done:
-            alpha, b, it = smo_box(Q, y, lo, hi, alpha, tol=tol)
+            alpha, b, it = smo_box(Q, y, lo, hi, alpha, tol=tol, compiled=smo_compiled)
             n_unconv += it >= 50_000
         n_inner += it
         lo_cur, hi_cur = lo, hi
@@ -366,7 +367,7 @@ def cccp(
 
 def cccp_sequence(
     Q: Array, y: Array, C: float, variant: str, values: Array, alpha0: Array, b0: float,
-    tol: float = 1e-8, solver: str = "homotopy",
+    tol: float = 1e-8, solver: str = "homotopy", smo_compiled: bool = True,
 ) -> list[CCCPSolution]:
     """CCCP-theta (``s = 0``) or CCCP-s (``theta = 0``) along ``values``, warm-started.
 
@@ -377,7 +378,7 @@ def cccp_sequence(
     box = None
     for v in values:
         theta, s = (float(v), 0.0) if variant == "theta" else (0.0, float(v))
-        sol = cccp(Q, y, C, theta, s, a, b, tol=tol, box0=box, solver=solver)
+        sol = cccp(Q, y, C, theta, s, a, b, tol=tol, box0=box, solver=solver, smo_compiled=smo_compiled)
         sols.append(sol)
         a, b, box = sol.alpha, sol.b, (sol.lo, sol.hi)
     return sols

@@ -361,6 +361,11 @@ def svm_path(
 class _Engine:
     """Event-driven tracer of one-parameter piecewise-linear paths of the RSVM KKT system."""
 
+    #: the active-set gathers by :func:`take_block` / :func:`take_columns` (True), or by numpy's
+    #: fancy indexing (False: the route before them, kept for ``scripts/bench_families.py``); both
+    #: give the same arrays, so the same path bit for bit
+    compiled_gathers = True
+
     def __init__(self, Q: Array, y: Array, C: float, theta: float, s: float, tol: float = 1e-9) -> None:
         self.Q = np.ascontiguousarray(Q, dtype=float)
         #: ``Q.T`` in C order: the columns of Q as rows (:func:`take_columns`)
@@ -393,6 +398,14 @@ class _Engine:
         self.last = -1  # the point of the last event, not allowed to switch back at a zero step
 
     # ----------------------------------------------------------------- basics
+    def _block(self, rows: NDArray[np.intp], cols: NDArray[np.intp]) -> Array:
+        """``Q[np.ix_(rows, cols)]``."""
+        return take_block(self.Q, rows, cols) if self.compiled_gathers else self.Q[np.ix_(rows, cols)]
+
+    def _columns(self, cols: NDArray[np.intp]) -> Array:
+        """``Q[:, cols]``."""
+        return take_columns(self.Qt, cols) if self.compiled_gathers else self.Q[:, cols]
+
     def active(self) -> NDArray[np.intp]:
         return np.flatnonzero(np.isin(self.st, _ACTIVE))
 
@@ -411,7 +424,7 @@ class _Engine:
     def _kkt_matrix(self, A: NDArray[np.intp]) -> Array:
         k = A.size
         M = np.zeros((k + 1, k + 1))
-        M[:k, :k] = take_block(self.Q, A, A)
+        M[:k, :k] = self._block(A, A)
         M[:k, k] = self.y[A]
         M[k, :k] = self.y[A]
         return M
@@ -446,7 +459,7 @@ class _Engine:
             fix[A] = False
             F = np.flatnonzero(fix)
             af = self.alpha[F]
-            QAF = take_block(self.Q, A, F)
+            QAF = self._block(A, F)
             rhs = np.empty(A.size + 1)
             rhs[:-1] = self.targets(A) - QAF @ af
             rhs[-1] = -self.y[F] @ af
@@ -542,7 +555,7 @@ class _Engine:
             if abs(r) <= 1e-12 * max(1.0, np.abs(da).max(initial=0.0)):
                 return da, 0.0
             return None
-        QAn = take_block(self.Q, A, nz)
+        QAn = self._block(A, nz)
         dn = da[nz]
         rhs = np.empty(A.size + 1)
         rhs[:-1] = -(QAn @ dn)
@@ -561,7 +574,7 @@ class _Engine:
 
     def margin_rate(self, da: Array, db: float) -> Array:
         nz = np.flatnonzero(da)
-        return take_columns(self.Qt, nz) @ da[nz] + self.y * db
+        return self._columns(nz) @ da[nz] + self.y * db
 
     # ----------------------------------------------------------------- events
     def next_event(self, da: Array, dm: Array, limit: float, exclude: int) -> tuple[float, int, str]:
