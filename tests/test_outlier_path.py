@@ -241,7 +241,7 @@ def test_path_has_jumps_and_theta_start_is_the_svm():
 def test_gathers_give_numpys_fancy_indexing_values_and_layout(n, seed, symmetric):
     """The engine's gathers replace ``Q[np.ix_(A, F)]`` and ``Q[:, nz]``: same values and same
     memory layout (the layout decides which BLAS kernel a product runs, hence its rounding)."""
-    from spl_bench.methods.outlier_path.path import take_block, take_columns, transpose_for_columns
+    from spl_bench.gaga.core.gather import take_block, take_columns, transpose_for_columns
 
     rng = np.random.default_rng(seed)
     Q = rng.normal(size=(n, n))

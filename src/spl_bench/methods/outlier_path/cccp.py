@@ -21,7 +21,8 @@ import numpy as np
 from numba import njit
 from numpy.typing import NDArray
 
-from spl_bench.methods.outlier_path.path import Array, DegenerateStepError, rsvm_objective, take_block
+from spl_bench.gaga.core.gather import take_block
+from spl_bench.methods.outlier_path.path import Array, DegenerateStepError, rsvm_objective
 
 
 def project_feasible(alpha: Array, y: Array, lo: Array, hi: Array) -> Array:

@@ -45,10 +45,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from numba import njit
 from numpy.typing import NDArray
 from scipy.linalg import lapack
 from sklearn.svm import SVC
+
+from spl_bench.gaga.core.gather import take_block, take_columns, transpose_for_columns
 
 Array = NDArray[np.float64]
 
@@ -84,33 +85,6 @@ HARRIS_TOL = 1e-11
 #: a swapped point's margin rate of the wrong sign below this fraction of ``|da_j| Q_jj`` (a
 #: relative Schur complement) is rounding noise of a pinned f, not a crossing back
 SCHUR_NOISE = 1e-6
-
-
-@njit(cache=True)
-def take_block(Q: Array, rows: NDArray[np.intp], cols: NDArray[np.intp]) -> Array:  # pragma: no cover - compiled
-    """``Q[np.ix_(rows, cols)]`` as a new C-ordered array (the same values, without numpy's fancy
-    indexing overhead: 0.35 ms instead of 1.6 ms for 170 x 2,468 of a 2,638-row Gram matrix)."""
-    out = np.empty((rows.size, cols.size))
-    for a in range(rows.size):
-        r = rows[a]
-        for c in range(cols.size):
-            out[a, c] = Q[r, cols[c]]
-    return out
-
-
-def take_columns(Qt: Array, cols: NDArray[np.intp]) -> Array:
-    """``Q[:, cols]`` read as rows of ``Qt = Q.T`` (C order): the same values in the same layout as
-    numpy's fancy indexing gives (Fortran order, so a product with it runs the same BLAS kernel and
-    rounds the same way), from contiguous row copies instead of strided column reads (0.3 ms
-    instead of 2.6 ms for 170 columns of 2,638 rows)."""
-    return np.take(Qt, cols, axis=0).T  # np.take: 0.3 ms where Qt[cols] takes 2.7 ms
-
-
-def transpose_for_columns(Q: Array) -> Array:
-    """``Q.T`` in C order for :func:`take_columns`: ``Q`` itself when it is exactly symmetric (a Gram
-    matrix of one set of rows), otherwise a transposed copy."""
-    Q = np.ascontiguousarray(Q, dtype=float)
-    return Q if np.array_equal(Q, Q.T) else np.ascontiguousarray(Q.T)
 
 
 def kkt_factor(M: Array) -> tuple[Array, Array, float]:
