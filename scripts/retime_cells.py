@@ -74,9 +74,7 @@ def main() -> int:
                     row = {"rows_name": st.cell.rows_name, "cell_id": st.cell.cell_id, "seed": seed, "cpu_s": cpu,
                            "committed_s": float(committed["time_s"].iloc[0]), "agrees": agrees, "worst_rel": worst,
                            "code_version": version, "date": datetime.now(UTC).strftime("%Y-%m-%d")}
-                    have = pd.concat([have, pd.DataFrame([row])], ignore_index=True)
-                    out.parent.mkdir(parents=True, exist_ok=True)
-                    have.to_csv(out, index=False)
+                    rp.append_retimed_row(out, row)
                     print(f"{st.cell.label} seed {seed}: {cpu:.1f} CPU-s (committed {row['committed_s']:.1f} s); "
                           + ("values reproduced" if agrees else f"DIFFERS: {differing}"), flush=True)
     except SplBenchError as exc:

@@ -159,6 +159,22 @@ def test_plan_prefers_todays_re_timings_and_scales_their_family(tmp_path):
     assert "≈80.0 s/run" in rp.plan_lines(states, 3)[1]
 
 
+def test_re_timings_are_appended_so_that_two_re_timing_processes_keep_each_others_rows(tmp_path):
+    path = tmp_path / "bench" / "retimed.csv"
+
+    def row(cell: str, cpu: float) -> dict:
+        return {"rows_name": "outlier_path_table2", "cell_id": cell, "seed": 0, "cpu_s": cpu, "committed_s": 100.0,
+                "agrees": True, "worst_rel": 0.0, "code_version": "v", "date": "2026-11-27"}
+
+    # process A read the file (empty), then process B appended a row, then A appends its own
+    rp.append_retimed_row(path, row("a", 10.0))
+    rp.append_retimed_row(path, row("b", 20.0))
+    frame = pd.read_csv(path)
+    assert list(frame.columns) == rp.RETIMED_COLUMNS
+    assert list(frame["cell_id"]) == ["a", "b"] and list(frame["cpu_s"]) == [10.0, 20.0]
+    assert rp.retimed(path) == {("outlier_path_table2", "a"): 10.0, ("outlier_path_table2", "b"): 20.0}
+
+
 def test_comparison_against_an_independent_computation(tmp_path):
     vals = {"original": [0.33, 0.35], "acs": [0.22, 0.24], "mospl": [0.25, 0.23], "gaga": [0.20, 0.22]}
     tests = {m: [x - 0.01 for x in v] for m, v in vals.items()}

@@ -289,6 +289,15 @@ RETIMED_COLUMNS = ["rows_name", "cell_id", "seed", "cpu_s", "committed_s", "agre
                    "date"]
 
 
+def append_retimed_row(path: Path, row: dict[str, Any]) -> None:
+    """Append one re-timing to ``retimed.csv`` (header only for a new file).  Appending, not rewriting
+    the file from a copy read earlier: two re-timings running at once would otherwise drop the rows
+    the other one wrote in the meantime."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    new = not path.is_file() or path.stat().st_size == 0
+    pd.DataFrame([row], columns=RETIMED_COLUMNS).to_csv(path, mode="a", header=new, index=False)
+
+
 def _retimed_rows(path: Path | None) -> Iterator[tuple[tuple[str, str], pd.DataFrame]]:
     """The re-timing rows of each ``(rows folder, cell id)``, those of the newest code version."""
     path = path if path is not None else repo_root() / RETIMED_FILE
