@@ -32,7 +32,10 @@ def kkt_matrix(Q: Array, y: Array, z: NDArray[np.intp], s: float, Qzz: Array | N
     M = np.empty((k + 1, k + 1))
     # take_block: Q[np.ix_(z, z)]'s values and layout, without fancy indexing's cost (1.3 ms a call
     # at |z| ~ 300 of pendigits' 2,098 rows, a seventh of the ACS cell's profile)
-    M[:k, :k] = take_block(Q, np.asarray(z, dtype=np.intp), np.asarray(z, dtype=np.intp)) if Qzz is None else Qzz
+    if Qzz is None:
+        zi = np.asarray(z, dtype=np.intp)
+        Qzz = take_block(Q, zi, zi)
+    M[:k, :k] = Qzz
     if shift is not None:
         M[np.arange(k), np.arange(k)] += shift
     M[:k, k] = y[z]

@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit
 from numpy.typing import NDArray
 
-from spl_bench.gaga.core.gather import take_block
+from spl_bench.gaga.core.gather import take_block, transpose_for_columns
 from spl_bench.methods.outlier_path.path import Array, DegenerateStepError, rsvm_objective
 
 
@@ -73,9 +73,9 @@ def smo_box(
     hi = np.ascontiguousarray(hi, dtype=float)
     if compiled:
         # the gradient update reads columns of Q: as rows of a C-ordered transpose they are
-        # contiguous (a strided column costs about 7x a row at n = 2,600)
-        Qt = np.ascontiguousarray(Q.T)
-        it = int(_smo_pairs_nb(np.ascontiguousarray(Q), Qt, y, lo, hi, alpha, G, diag, float(tol),
+        # contiguous (a strided column costs about 7x a row at n = 2,600); Q itself when symmetric
+        Qc = np.ascontiguousarray(Q, dtype=float)
+        it = int(_smo_pairs_nb(Qc, transpose_for_columns(Qc), y, lo, hi, alpha, G, diag, float(tol),
                                int(max_iter)))
     else:
         it = _smo_pairs_np(Q, y, lo, hi, alpha, G, diag, float(tol), int(max_iter))
