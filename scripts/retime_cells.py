@@ -50,6 +50,8 @@ def main() -> int:
     ap.add_argument("--methods", nargs="+")
     ap.add_argument("--data", nargs="+")
     ap.add_argument("--variant", default="", choices=["", *rp.VARIANTS])
+    ap.add_argument("--where", nargs="+", default=None, metavar="KEY=VALUE",
+                    help="only cells with these sweep values (e.g. model.params.C=0.9)")
     ap.add_argument("--seeds", type=int, default=1, help="committed seeds re-timed per cell (the lowest ones)")
     ap.add_argument("--max-cells", type=int, help="at most this many cells per table")
     args = ap.parse_args()
@@ -59,7 +61,7 @@ def main() -> int:
         have = pd.read_csv(out) if out.is_file() else pd.DataFrame(columns=rp.RETIMED_COLUMNS)
         done = {(r.rows_name, r.cell_id, int(r.seed)) for r in have.itertuples() if r.code_version == version}
         for table in args.tables:
-            cells = rp.table_cells(table, args.methods, args.data, args.variant)
+            cells = rp.table_cells(table, args.methods, args.data, args.variant, args.where)
             states = [st for st in rp.cell_states(cells) if st.done][: args.max_cells]
             for st in states:
                 rows = rp.read_rows(st.file)

@@ -415,6 +415,59 @@ def test_libsvm_start_gives_the_active_set_methods_optimum(seed, dup, zeros):
     assert np.allclose(model.decision_function(p, X), model.decision_function(p_ref, X), atol=1e-8)
 
 
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 80), k=st.integers(0, 40))
+def test_combine_rows_is_the_product_with_the_gathered_rows(seed, n, k):
+    """``combine_rows(Q, rows, c)`` is ``c @ Q[rows]`` (another summation order: equal to 1e-12 of the
+    terms' size), repeated rows and zero coefficients included."""
+    from spl_bench.gaga.core.gather import combine_rows
+
+    rng = np.random.default_rng(seed)
+    Q = rng.normal(size=(n, n + 3))
+    rows = rng.integers(0, n, size=k)
+    c = rng.normal(size=k) * (rng.random(k) < 0.8)
+    ref = c @ Q[rows]
+    scale = float(np.abs(c) @ np.abs(Q[rows]).max(1)) if k else 0.0
+    assert np.allclose(combine_rows(Q, rows, c), ref, rtol=0.0, atol=1e-12 * max(scale, 1e-300))
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), dup=st.integers(0, 4), zeros=st.integers(0, 10))
+def test_guess_and_check_products_in_place_give_the_same_fit(seed, dup, zeros):
+    """Guess-and-check with its products with rows of Q taken in place (``compiled_rows``) and by
+    numpy's gathers: the same sets and the same solution, to rounding (RBF kernel, duplicated
+    samples, samples with v = 0, a warm start from the solution for other weights)."""
+    from spl_bench.gaga.systems import WeightedSVMDual
+    from spl_bench.models.svm import libsvm_fit
+
+    n, C = 70, 2.0
+    _, y, K = _svm_problem(seed, n, dup)
+    rng = np.random.default_rng(seed + 3)
+    Q = K * np.outer(y, y)
+    v0 = rng.uniform(0.3, 1.0, n)
+    v1 = np.clip(v0 + 0.1 * rng.normal(size=n), 0.0, 1.0)
+    v1[rng.choice(n, zeros, replace=False)] = 0.0
+    if np.unique(y[v1 > 0]).size < 2:
+        return
+    idx = np.flatnonzero(v0 > 0)
+    sup, dual, _ = libsvm_fit(K[np.ix_(idx, idx)], y[idx], v0[idx], C, "precomputed", 0.0, 1e-10)
+    a0 = np.zeros(n)
+    a0[idx[sup]] = dual * y[idx[sup]]
+    fits = {}
+    for flag in (False, True):
+        solver = WeightedSVMDual(Q, y)
+        solver.compiled_rows = flag
+        # from libsvm's sets for v0, then from that solution's sets for v1 (as ACS's next iteration)
+        first = solver._guess_and_check(C * v0, *solver._sets_of(np.clip(a0, 0.0, C * v0), C * v0))
+        start = first[0] if first is not None else a0
+        fits[flag] = (first, solver._guess_and_check(C * v1, *solver._sets_of(start, C * v1)))
+    for x, r in zip(fits[False], fits[True], strict=True):
+        assert (x is None) == (r is None)
+        if x is not None:
+            assert np.allclose(r[0], x[0], rtol=0.0, atol=1e-9 * C) and abs(r[1] - x[1]) <= 1e-9
+            assert np.allclose(r[2], x[2], rtol=0.0, atol=1e-9)
+
+
 def test_libsvm_start_is_taken_when_guess_and_check_gives_up():
     """The case of the test above where one round of guess-and-check cannot settle: the fit
     comes from libsvm's sets (counted), not from the primal active-set method."""

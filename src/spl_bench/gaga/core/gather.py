@@ -40,3 +40,24 @@ def transpose_for_columns(Q: Array) -> Array:
     matrix of one set of rows), otherwise a transposed copy."""
     Q = np.ascontiguousarray(Q, dtype=float)
     return Q if np.array_equal(Q, Q.T) else np.ascontiguousarray(Q.T)
+
+
+@njit(cache=True)
+def combine_rows(Q: Array, rows: NDArray[np.intp], coef: Array) -> Array:  # pragma: no cover - compiled
+    """``coef @ Q[rows]`` (``sum_k coef_k Q[rows_k, :]``) without gathering the rows: each row is
+    read once in place and added to the result in the order of ``rows``.
+
+    numpy's ``coef @ Q[rows]`` first copies ``|rows| x n`` values and then runs BLAS ``gemv`` on the
+    copy; here the copy is not made.  The sums are taken in another order than ``gemv``'s, so the
+    result equals numpy's to rounding (a few ulps of the terms' sizes), not bit for bit.
+    """
+    n = Q.shape[1]
+    out = np.zeros(n)
+    for k in range(rows.size):
+        c = coef[k]
+        if c == 0.0:
+            continue
+        r = rows[k]
+        for j in range(n):
+            out[j] += c * Q[r, j]
+    return out

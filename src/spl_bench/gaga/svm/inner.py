@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from spl_bench.gaga.core.gather import combine_rows
 from spl_bench.gaga.core.linalg import AnyFactor, Factor
 from spl_bench.gaga.svm.kkt import KKTUpdate, LowRankSVMFactor, MergedKKT, kkt_factor, kkt_matrix
 from spl_bench.gaga.svm.lowrank_dual import LowRankState, lowrank_svm_dual
@@ -205,6 +206,10 @@ class WeightedSVMDual:
     libsvm_start_tol: float = 1e-7
     #: ``|g|`` up to which a sample of a warm start is taken for free (:meth:`_sets_of_margins`)
     MARGIN_TOL: float = 1e-7
+    #: with a full-rank Q, guess-and-check's products with rows of Q (``u_P @ Q[P]`` and
+    #: ``a_Z @ Q[Z]``) taken in place by :func:`~spl_bench.gaga.core.gather.combine_rows`, equal to
+    #: numpy's gather + ``gemv`` to rounding; false: numpy's (the route of rows made before)
+    compiled_rows: bool = True
 
     def __init__(self, Q: Array, y: Array, tol: float = 1e-9, max_rounds: int = 30,
                  duplicates: NDArray[np.intp] | None = None, factor: Array | None = None) -> None:
@@ -216,7 +221,7 @@ class WeightedSVMDual:
         self.canon = canonical_duplicates(duplicates)
         self.tol = tol
         self.max_rounds = max_rounds
-        self._factor: tuple[bytes, AnyFactor, Array] | None = None  # (Z, its factor, Q[Z, :] or G[Z])
+        self._factor: tuple[bytes, AnyFactor, Array | None] | None = None  # (Z, its factor, Q[Z, :] or G[Z] or None)
         self._root: tuple[NDArray[np.intp], Factor] | None = None  # the latest LU (updated by KKTUpdate)
         self._cols_P: tuple[bytes, Array] | None = None  # (P, Q[P, :] or G[P])
         self._last: tuple[Array, NDArray[np.bool_], NDArray[np.bool_]] | None = None  # (a, Z, P)
@@ -405,6 +410,7 @@ class WeightedSVMDual:
         tol, tol_a = self.tol, self.tol * max(float(u.max(initial=0.0)), 1e-300)
         Q, y = self.Q, self.y
         G = self.factor
+        rows = G is None and self.compiled_rows
         seen: set[bytes] = set()
         fresh = False  # the factor of this round's Z was made afresh after an inaccurate update
         prev: tuple[NDArray[np.bool_], NDArray[np.bool_]] | None = None  # the previous round's sets
@@ -418,14 +424,18 @@ class WeightedSVMDual:
             key = z.tobytes()
             if self._factor is None or self._factor[0] != key:
                 fresh = False
-                self._factor = (key, self._system_factor(z), Q[z] if G is None else G[z])
-            # Qz: the rows Q[z] (a row gather is a contiguous copy), or G[z] with Q = G G^T
+                self._factor = (key, self._system_factor(z), None if rows else Q[z] if G is None else G[z])
+            # Qz: the rows Q[z] (a row gather is a contiguous copy), or G[z] with Q = G G^T; None
+            # when the products with rows of Q are taken in place (compiled_rows)
             fac, Qz = self._factor[1], self._factor[2]
             p = np.flatnonzero(P)
-            pkey = p.tobytes()
-            if self._cols_P is None or self._cols_P[0] != pkey:
-                self._cols_P = (pkey, Q[p] if G is None else G[p])
-            qP = u[p] @ self._cols_P[1] if G is None else G @ (u[p] @ self._cols_P[1])
+            if rows:  # qP = Q[:, P] u_P = sum_{i in P} u_i Q[i, :] (Q symmetric)
+                qP = combine_rows(Q, p, u[p])
+            else:
+                pkey = p.tobytes()
+                if self._cols_P is None or self._cols_P[0] != pkey:
+                    self._cols_P = (pkey, Q[p] if G is None else G[p])
+                qP = u[p] @ self._cols_P[1] if G is None else G @ (u[p] @ self._cols_P[1])
             rhs = np.append(1.0 - qP[z], -float(y[p] @ u[p]))
             if isinstance(fac, LowRankSVMFactor):  # it factorises [[-Q_zz, -y_z], [y_z^T, 0]]
                 rhs[:-1] *= -1.0
@@ -434,7 +444,11 @@ class WeightedSVMDual:
             a[p] = u[p]
             a[z] = sol[:-1]
             b = float(sol[-1])
-            g = 1.0 - qP - (sol[:-1] @ Qz if G is None else G @ (sol[:-1] @ Qz)) - y * b
+            if rows:
+                qZ = combine_rows(Q, z, sol[:-1])
+            else:
+                qZ = sol[:-1] @ Qz if G is None else G @ (sol[:-1] @ Qz)
+            g = 1.0 - qP - qZ - y * b
             if not (np.isfinite(g).all() and np.isfinite(b)):
                 break
             if float(np.abs(g[z]).max()) > tol or abs(float(y @ a)) > tol_a:
