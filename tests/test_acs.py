@@ -126,6 +126,44 @@ def test_svm_inner_solvers_reach_the_same_partial_optima(seed, kernel, n_dup):
         np.testing.assert_allclose(m.decision_function(q, X), m.decision_function(p, X), atol=1e-5)
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_svm_exact_solves_guess_and_check_give_ups_from_libsvms_sets(seed, monkeypatch):
+    """With an RBF kernel and guess-and-check cut to one round (so most warm fits give up, as on
+    pendigits), ``exact`` solves each give-up at the sets of libsvm's solution: ACS converges at
+    every age to a partial optimum (KKT of the v*-weighted dual to 1e-7, the model's own measure),
+    with libsvm's point used for the first fit only.  ``hybrid`` takes libsvm's point at each
+    give-up; where it converged too, its v and decision values agree with ``exact``'s to libsvm's
+    tolerance."""
+    from spl_bench.methods._acs_solvers import _ACSDual
+
+    init = _ACSDual.__init__
+
+    def one_round(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self.max_rounds = 1
+
+    monkeypatch.setattr(_ACSDual, "__init__", one_round)
+    X, y = _svm_problem(seed, 60, 3, 2)
+    mp = {"C": 1.0, "kernel": "rbf", "gamma": 0.3}
+    kw = {"lam_min": 0.3, "lam_max": 3.0, "lam_step": 0.9, "max_iter": 300}
+    ex = ACS(model="svm", model_params=mp, inner_solver="exact", **kw).fit(X, y)
+    hy = ACS(model="svm", model_params=mp, inner_solver="hybrid", **kw).fit(X, y)
+    info_ex, info_hy = ex.run_info(), hy.run_info()
+    assert ex.inner_solver_used_ == "exact" and hy.inner_solver_used_ == "hybrid"
+    assert info_ex["inner_libsvm_starts"] > 0 and info_ex["inner_libsvm_fits"] == 1
+    assert info_hy["inner_libsvm_starts"] == 0 and info_hy["inner_libsvm_fits"] > 1
+    m, reg = ex.model_, get_sp("linear")
+    assert ex.converged_.all()
+    for k, lam in enumerate(ex.lambdas_):
+        p = ex.candidate_models_[k]
+        v = reg.v_star(m.losses(p, X, y), lam)
+        assert m.kkt_violation(p, X, y, v) <= 1e-7
+        if hy.converged_[k]:
+            q = hy.candidate_models_[k]
+            np.testing.assert_allclose(hy.v_path_[k], ex.v_path_[k], atol=1e-5)
+            np.testing.assert_allclose(m.decision_function(q, X), m.decision_function(p, X), atol=1e-5)
+
+
 def test_svm_exact_kkt_from_margins_is_the_models_measure():
     from spl_bench.methods._acs_solvers import svm_kkt_from_margins
     from spl_bench.models import Params
@@ -207,6 +245,8 @@ def test_inner_solver_option_from_config_and_errors():
         cfg = compose("config", overrides=["method=acs", "model=svm", "method.inner_solver=model"])
         assert OmegaConf.select(cfg, "method.inner_solver") == "model"
         assert estimator_factory(cfg)().inner_solver == "model"
+        cfg = compose("config", overrides=["method=acs", "model=svm", "method.inner_solver=hybrid"])
+        assert estimator_factory(cfg)().inner_solver == "hybrid"
     assert ACS().inner_solver == "exact"
     with pytest.raises(ConfigError, match="inner_solver"):
         ACS(inner_solver="fast").fit(np.eye(5), np.arange(5.0))

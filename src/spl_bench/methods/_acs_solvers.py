@@ -15,7 +15,14 @@ so an *inner solver* is anything with those three methods:
     ``spl_bench.gaga.glm.inner``):
     :class:`ExactSVMFits` (``WeightedSVMDual`` on the precomputed kernel) and
     :class:`ExactLassoFits` (``weighted_lasso``); the logistic regression keeps the
-    model's solver (GAGA has no exact solver for it).
+    model's solver (GAGA has no exact solver for it).  With an RBF kernel a fit whose
+    guess-and-check gives up is solved exactly at the sets of libsvm's solution, as GAGA's
+    warm starts do (``WeightedSVMDual.libsvm_start``).
+``hybrid``
+    ``exact``, except that such an RBF fit is libsvm's solution (to its tolerance): the route
+    of the rows made before this option existed (the ``exact`` of then).  On the Table 2
+    pendigits cells about 90 % of the fits gave up, and libsvm's inexact steps kept ACS from
+    converging at some ages (docs/acs.md).  MOSPL's refits use it (:mod:`spl_bench.methods.mospl`).
 
 Both reach the optimum of the same v-weighted problem (up to libsvm's stopping
 tolerance), so ACS reaches the same partial optima (``tests/test_acs.py``).
@@ -43,7 +50,7 @@ from spl_bench.sp import SPRegularizer
 Array = NDArray[np.float64]
 
 #: values of the ACS option ``inner_solver``
-INNER_SOLVERS = ("model", "exact")
+INNER_SOLVERS = ("model", "exact", "hybrid")
 
 
 class WeightedFits(Protocol):
@@ -63,9 +70,9 @@ def make_inner_solver(name: str, model: Model, X: Array, y: Array) -> tuple[Weig
     is exact there and no faster route exists)."""
     if name not in INNER_SOLVERS:
         raise ConfigError(f"ACS inner_solver must be one of {INNER_SOLVERS}, got {name!r}")
-    if name == "exact":
+    if name in ("exact", "hybrid"):
         if isinstance(model, SVMModel):
-            return ExactSVMFits(model, X, y), "exact"
+            return ExactSVMFits(model, X, y, libsvm_start=name == "exact"), name
         if isinstance(model, LassoModel):
             return ExactLassoFits(model, X, y), "exact"
         if isinstance(model, GLMModel) and GLMDesign(model, X, y).newton_fit_applies():
@@ -93,9 +100,10 @@ class _ACSDual(WeightedSVMDual):
     factorises the KKT matrix of the free set afresh each time.  With a linear kernel the free
     set has at most ``d + 1`` samples (rank ``Q <= d``; guess-and-check is singular there), so
     that is cheap; with an RBF kernel it is not (hundreds of free samples, one bound change and
-    one new factorisation per iteration, hundreds of iterations per fallback).  ACS then fits
-    that step by libsvm instead, as the model's solver would (and not
-    from libsvm's sets exactly, as GAGA's warm starts do: ``libsvm_start`` is off).
+    one new factorisation per iteration, hundreds of iterations per fallback).  With an RBF
+    kernel the step is solved exactly at the sets of libsvm's solution instead
+    (``libsvm_start``, set by :class:`ExactSVMFits`), or with ``libsvm_start`` off
+    (``inner_solver=hybrid``) fitted by libsvm, as the model's solver would.
     """
 
     libsvm_start = False
@@ -117,10 +125,15 @@ class ExactSVMFits:
     ``WeightedSVMDual`` on the kernel of the training rows, computed once: each
     ACS iteration starts from the free / upper-bound sets of the previous iterate
     (also across ages: ACS starts each age from the previous age's solution) and
-    keeps the factorisation of the KKT matrix while the free set holds.  Where it
-    gives up (a singular system, more than 30 set changes) or cannot start (no
-    previous fit: the first fit at ``v = 1``), the step is fitted by libsvm on
-    the precomputed kernel, as the model's solver would.  With a linear kernel the
+    keeps the factorisation of the KKT matrix while the free set holds.  Where
+    guess-and-check gives up (a singular system, more than 30 set changes) with an RBF
+    kernel, libsvm's solution (tolerance 1e-7) is solved exactly at its sets
+    (``libsvm_start``; on the Table 2 pendigits cells that is most fits); where that
+    fails too or the solver cannot start (no previous fit: the first fit at ``v = 1``),
+    the step is fitted by libsvm on the precomputed kernel, as the model's solver would.
+    ``libsvm_start=False`` (``inner_solver=hybrid``) skips the exact solve of libsvm's
+    sets: every give-up is then libsvm's point, as in the rows made before it existed.
+    With a linear kernel the
     low-rank routes come first: the warm-started active-set method in ``(w, b)``
     coordinates (also from a cold start, for the first fit), HiGHS, then the solver's
     own exact fallback (:class:`_ACSDual`).  Duplicated samples
@@ -132,7 +145,7 @@ class ExactSVMFits:
     expansion again).
     """
 
-    def __init__(self, model: SVMModel, X: Array, y: Array) -> None:
+    def __init__(self, model: SVMModel, X: Array, y: Array, libsvm_start: bool = True) -> None:
         self.model = model
         self.X, self.y = X, y
         self.C = model.C
@@ -145,12 +158,14 @@ class ExactSVMFits:
         # the exact fallback of the dual solver only where its free sets are small (linear kernel)
         self.dual = _ACSDual(self.Q, y, self.duplicates, qp_fallback=model.kernel == "linear",
                              factor=low_rank_factor(model.kernel, X, y))
+        self.dual.libsvm_start = libsvm_start
         self._last: tuple[Array, float, Array] | None = None  # (a, b, g) of the latest fit
         self.n_fits = 0
         self.n_libsvm = 0
 
     def info(self) -> dict[str, Any]:
-        return {"inner_fits": self.n_fits, "inner_libsvm_fits": self.n_libsvm}
+        return {"inner_fits": self.n_fits, "inner_libsvm_fits": self.n_libsvm,
+                "inner_libsvm_starts": self.dual.n_libsvm_starts}
 
     def _params(self, a: Array, b: float, g: Array | None = None) -> Params:
         if g is None:

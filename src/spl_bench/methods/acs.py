@@ -10,7 +10,9 @@ The w-step is the *inner solver* (option ``inner_solver``,
 sample weights (libsvm / scikit-learn: the paper's baseline), or ``exact``, the
 exact warm-started solvers of GAGA's warm starts (SVM: the active-set dual on the
 precomputed kernel; lasso: the active-set weighted lasso; logistic: the model's
-solver).  Both solve the same v-weighted problems; ``docs/acs.md`` compares them.
+solver), or ``hybrid``, ``exact`` with libsvm's inexact point where the RBF dual's
+guess-and-check gives up.  All solve the same v-weighted problems; ``docs/acs.md``
+compares them.
 """
 
 from __future__ import annotations
@@ -101,15 +103,19 @@ class ACS(SPLEstimator):
         Maximum number of alternations per age.
     kkt_tol : float
         Also stop when the KKT violation of the v*-weighted problem is below this.
-    inner_solver : {"exact", "model"}
+    inner_solver : {"exact", "hybrid", "model"}
         The v-weighted fit of each iteration.  ``model``: the model's library solver
         (libsvm for the SVM, a cold fit every time; scikit-learn's coordinate descent
         for the lasso and the logistic regression), as the paper's baseline.
         ``exact`` (default): the exact warm-started active-set solvers of GAGA
         (``spl_bench.gaga.svm.inner.WeightedSVMDual`` on the precomputed kernel,
-        ``weighted_lasso``); the logistic regression keeps the model's solver.  Both
-        reach the same partial optima (``docs/acs.md``); ``exact`` is many times
-        faster on the SVM.
+        ``weighted_lasso``); the logistic regression keeps the model's solver; with an
+        RBF kernel, a fit whose guess-and-check gives up is solved exactly at the sets of
+        libsvm's solution.  ``hybrid``: ``exact``, but such a fit is libsvm's point (to
+        its tolerance), the route of the rows made before 2026-11-27; where most fits
+        give up (pendigits) these inexact steps keep ACS from converging at some ages.
+        ``exact`` is many times faster on the SVM and meets the KKT check at every age
+        (``docs/acs.md``).
     acs_skip : bool
         With the exact SVM fits and the linear or hard SP, skip the iterations where ACS
         creeps along one affine piece (no set changes) by extrapolating them
