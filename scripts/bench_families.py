@@ -30,8 +30,7 @@ the cell proxy, the path's products through the dense rows (``dense_rows``) or t
 rounds (``full_polish``) or give up once the re-assignment of the sets cycles (``cycle_exit``,
 the default); for Outlier-Path, the engine's active-set gathers by numpy's fancy indexing or compiled
 (the default); for CCCP, the SMO fallback's pair loop in numpy or compiled (the default); for ACS,
-guess-and-check's give-ups taken as libsvm's point (with the products with rows of the kernel matrix
-by numpy's gathers, or in place) or solved exactly at libsvm's sets (the default).
+guess-and-check's give-ups taken as libsvm's point or solved exactly at libsvm's sets (the default).
 A route's critical points are compared with the first route's
 (``same_events``: the same count, ages within 1e-8 relative).
 
@@ -226,29 +225,23 @@ def acs_pendigits_case() -> list[dict]:
     """The ACS baseline, RBF kernel (C 1, gamma "scale"), linear SP, on ``ACS_ROWS`` training rows of
     :func:`pendigits_cell` over the ages ``ACS_AGES``, by three routes:
 
-    * ``hybrid_numpy_rows``: ``inner_solver=hybrid`` (guess-and-check's give-ups are libsvm's point)
-      with guess-and-check's products with rows of Q by numpy's gathers + ``gemv``: the route of
-      the rows committed before 2026-11-27;
-    * ``hybrid``: the same with those products in place (``WeightedSVMDual.compiled_rows``);
-    * ``exact`` (the default): give-ups solved exactly at the sets of libsvm's solution.
+    * ``hybrid``: ``inner_solver=hybrid``, guess-and-check's give-ups taken as libsvm's point (the
+      route of the rows committed before 2026-11-27, bit for bit);
+    * ``exact`` (the default): give-ups solved exactly at the sets of libsvm's solution, and
+      guess-and-check's products with rows of Q in place (``WeightedSVMDual.compiled_rows``).
 
     ``events`` counts the v-weighted fits; ``same_events``: every age's dual coefficients agree
-    with the first route's to 1e-6 of their largest.  The hybrid routes round differently, and
-    guess-and-check's give-ups are that sensitive (134 against 142 of the fits went to libsvm on
-    2026-11-27), so their ages' coefficients agree to about 2e-8; ``exact``'s differ from them by
-    libsvm's error where the hybrid ACS converged, and more where it ran out of iterations."""
-    from spl_bench.gaga.svm.inner import WeightedSVMDual
+    with the first route's to 1e-6 of their largest (libsvm's error where the hybrid ACS
+    converged; more where it ran out of iterations)."""
     from spl_bench.methods.acs import ACS
 
     X, y = pendigits_cell(ACS_ROWS)
     unit = lu_unit(X.shape[1] + 1)
     out, ref = [], None
-    for route, solver, flag in (("hybrid_numpy_rows", "hybrid", False), ("hybrid", "hybrid", True),
-                                ("exact", "exact", True)):
+    for route in ("hybrid", "exact"):
         t = time.process_time()
-        with patch.object(WeightedSVMDual, "compiled_rows", flag):
-            est = ACS(model="svm", model_params={"C": 1.0, "kernel": "rbf", "gamma": "scale"}, sp="linear",
-                      lam_grid=ACS_AGES, inner_solver=solver).fit(X, y)
+        est = ACS(model="svm", model_params={"C": 1.0, "kernel": "rbf", "gamma": "scale"}, sp="linear",
+                  lam_grid=ACS_AGES, inner_solver=route).fit(X, y)
         cpu = time.process_time() - t
         coefs = np.array([m.dual_coef for m in est.candidate_models_])
         ref = coefs if ref is None else ref

@@ -159,6 +159,33 @@ def test_plan_prefers_todays_re_timings_and_scales_their_family(tmp_path):
     assert "≈80.0 s/run" in rp.plan_lines(states, 3)[1]
 
 
+def test_a_re_timing_counts_only_while_its_seed_is_the_committed_one(tmp_path):
+    """A re-timed seed that was run again (its committed seconds changed: new code, a rerun cell) no
+    longer gives the cell's seconds per run; the seeds still committed as re-timed do."""
+    cell = rp.Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=original"))
+    h = rp.cell_hash(rp.compose_cell(cell))
+    path = rp.rows_file(cell, h, tmp_path)
+    path.parent.mkdir(parents=True)
+
+    def commit(times: dict[int, float]) -> None:
+        pd.DataFrame([{"seed": s, "metric": "gen_error", "value": 0.1, "time_s": t} for s, t in times.items()]
+                     ).to_csv(path, index=False)
+
+    retimed = tmp_path / "retimed.csv"
+    timings = ((0, 10.0, 100.0), (1, 30.0, 200.0))  # seed, re-timed CPU-s, committed s when re-timed
+    pd.DataFrame([{"rows_name": "gaga_table2", "cell_id": cell.cell_id, "seed": s, "cpu_s": c, "committed_s": t,
+                   "code_version": "v"} for s, c, t in timings]).to_csv(retimed, index=False)
+    commit({0: 100.0, 1: 200.0})
+    st = rp.cell_states([cell], tmp_path, retimed)[0]
+    assert st.sec_retimed == 20.0 and st.retimed_ratio == pytest.approx(0.125)
+    commit({0: 100.0, 1: 3.0})  # seed 1 made again: only seed 0's re-timing describes the cell
+    st = rp.cell_states([cell], tmp_path, retimed)[0]
+    assert st.sec_retimed == 10.0 and st.retimed_ratio == pytest.approx(0.1)
+    commit({0: 2.0, 1: 3.0})  # both made again: the committed rows' own seconds
+    st = rp.cell_states([cell], tmp_path, retimed)[0]
+    assert st.sec_retimed is None and st.retimed_ratio is None and st.sec_per_run == 2.5
+
+
 def test_re_timings_are_appended_so_that_two_re_timing_processes_keep_each_others_rows(tmp_path):
     path = tmp_path / "bench" / "retimed.csv"
 

@@ -19,8 +19,9 @@ so an *inner solver* is anything with those three methods:
     guess-and-check gives up is solved exactly at the sets of libsvm's solution, as GAGA's
     warm starts do (``WeightedSVMDual.libsvm_start``).
 ``hybrid``
-    ``exact``, except that such an RBF fit is libsvm's solution (to its tolerance): the route
-    of the rows made before this option existed (the ``exact`` of then).  On the Table 2
+    ``exact``, except that such an RBF fit is libsvm's solution (to its tolerance), with
+    guess-and-check's products by numpy's gathers: the route of the rows made before this
+    option existed (the ``exact`` of then), bit for bit.  On the Table 2
     pendigits cells about 90 % of the fits gave up, and libsvm's inexact steps kept ACS from
     converging at some ages (docs/acs.md).  MOSPL's refits use it (:mod:`spl_bench.methods.mospl`).
 
@@ -132,7 +133,8 @@ class ExactSVMFits:
     fails too or the solver cannot start (no previous fit: the first fit at ``v = 1``),
     the step is fitted by libsvm on the precomputed kernel, as the model's solver would.
     ``libsvm_start=False`` (``inner_solver=hybrid``) skips the exact solve of libsvm's
-    sets: every give-up is then libsvm's point, as in the rows made before it existed.
+    sets: every give-up is then libsvm's point, and guess-and-check's products with rows of
+    Q are numpy's (``compiled_rows`` off), as in the rows made before it existed, to the bit.
     With a linear kernel the
     low-rank routes come first: the warm-started active-set method in ``(w, b)``
     coordinates (also from a cold start, for the first fit), HiGHS, then the solver's
@@ -159,6 +161,9 @@ class ExactSVMFits:
         self.dual = _ACSDual(self.Q, y, self.duplicates, qp_fallback=model.kernel == "linear",
                              factor=low_rank_factor(model.kernel, X, y))
         self.dual.libsvm_start = libsvm_start
+        # hybrid (libsvm_start off) is the former route to the bit, numpy's products included: MOSPL's
+        # refits pick among 149 near-tied candidates, and the products' rounding alone moved its rows
+        self.dual.compiled_rows = libsvm_start
         self._last: tuple[Array, float, Array] | None = None  # (a, b, g) of the latest fit
         self.n_fits = 0
         self.n_libsvm = 0

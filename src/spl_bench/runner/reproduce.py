@@ -328,20 +328,35 @@ def cell_states(cells: list[Cell], root: Path | None = None, retimed_path: Path 
     re-timed by today's code where :data:`RETIMED_FILE` has the cell)."""
     # a rows root of its own (tests, other worktrees) has no re-timings unless given them
     use = retimed_path is not None or root is None
-    again = retimed(retimed_path) if use else {}
-    ratio = retimed_ratios(retimed_path) if use else {}
+    again = dict(_retimed_rows(retimed_path)) if use else {}
     states = []
     for cell in cells:
         h = cell_hash(compose_cell(cell))
         path = rows_file(cell, h, root)
         frame = read_rows(path)
         done = set(int(s) for s in frame["seed"].unique()) if len(frame) else set()
-        times = frame.drop_duplicates("seed")["time_s"] if len(frame) else pd.Series(dtype=float)
+        seeds = frame.drop_duplicates("seed").set_index("seed") if len(frame) else frame
+        times = seeds["time_s"] if len(frame) else pd.Series(dtype=float)
         stale = sorted(p for p in path.parent.glob(f"{cell.cell_id}__*.csv") if p != path)
-        key = (cell.rows_name, cell.cell_id)
-        states.append(CellState(cell, h, path, done, stale, float(times.mean()) if len(times) else None,
-                                again.get(key), ratio.get(key)))
+        rows = _current_retimings(again.get((cell.rows_name, cell.cell_id)), times)
+        sec, ratio = None, None
+        if rows is not None:
+            sec = float(rows["cpu_s"].median())
+            if "committed_s" in rows and (rows["committed_s"] > 0).all():
+                ratio = float((rows["cpu_s"] / rows["committed_s"]).median())
+        states.append(CellState(cell, h, path, done, stale, float(times.mean()) if len(times) else None, sec, ratio))
     return states
+
+
+def _current_retimings(rows: pd.DataFrame | None, times: pd.Series) -> pd.DataFrame | None:
+    """The re-timings of seeds whose committed row is still the one re-timed (its committed seconds
+    unchanged): once a seed is run again (new code, a rerun cell), its old re-timing no longer
+    describes the cell."""
+    if rows is None or "committed_s" not in rows:
+        return rows
+    keep = [int(r.seed) in times.index and bool(np.isclose(times[int(r.seed)], r.committed_s, rtol=1e-9, atol=0.0))
+            for r in rows.itertuples()]
+    return rows[keep] if any(keep) else None
 
 
 def _fmt_seconds(sec: float) -> str:
