@@ -162,7 +162,7 @@ class ExactSVMFits:
                              factor=low_rank_factor(model.kernel, X, y))
         self.dual.libsvm_start = libsvm_start
         # hybrid (libsvm_start off) is the former route to the bit, numpy's products included: MOSPL's
-        # refits pick among 149 near-tied candidates, and the products' rounding alone moved its rows
+        # refits use it, and MOSPL picks among 149 near-tied candidates, where rounding can matter
         self.dual.compiled_rows = libsvm_start
         self._last: tuple[Array, float, Array] | None = None  # (a, b, g) of the latest fit
         self.n_fits = 0
