@@ -156,6 +156,14 @@ def test_all_rows_noise_is_drawn_once_per_data_set_noise_and_seed(monkeypatch):
     other.X[0, 0] += 1.0
     run_mod.noisy_labels_all_rows(other, noise, 40)
     assert len(calls) == 5
+    # least recently used first: with room for two, a key used again outlives one drawn before it
+    monkeypatch.setattr(run_mod, "_ALL_ROWS_NOISE", {})
+    monkeypatch.setattr(run_mod, "_ALL_ROWS_NOISE_SIZE", 2)
+    for seed in (1, 2, 1, 3, 1):  # draws 1, 2, 3; seed 1 stays (used last before 3), 2 goes
+        run_mod.noisy_labels_all_rows(ds, noise, seed)
+    assert len(calls) == 8
+    run_mod.noisy_labels_all_rows(ds, noise, 2)
+    assert len(calls) == 9
 
 
 def _fit_rows(ds: Dataset, y_noisy: np.ndarray, tr: np.ndarray, proto: ProtocolConfig, run: int):
