@@ -175,7 +175,7 @@ def test_a_re_timing_counts_only_while_its_seed_is_the_committed_one(tmp_path):
     timings = ((0, 10.0, 100.0), (1, 30.0, 200.0))  # seed, re-timed CPU-s, committed s when re-timed
     pd.DataFrame([{"rows_name": "gaga_table2", "cell_id": cell.cell_id, "seed": s, "cpu_s": c, "committed_s": t,
                    "code_version": "v"} for s, c, t in timings]).to_csv(retimed, index=False)
-    commit({0: 100.0, 1: 200.0})
+    commit({0: 100.0, 1: 200.004})  # re-timings once stored the committed seconds rounded to 0.01 s
     st = rp.cell_states([cell], tmp_path, retimed)[0]
     assert st.sec_retimed == 20.0 and st.retimed_ratio == pytest.approx(0.125)
     commit({0: 100.0, 1: 3.0})  # seed 1 made again: only seed 0's re-timing describes the cell

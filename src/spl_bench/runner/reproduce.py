@@ -354,7 +354,8 @@ def _current_retimings(rows: pd.DataFrame | None, times: pd.Series) -> pd.DataFr
     describes the cell."""
     if rows is None or "committed_s" not in rows:
         return rows
-    keep = [int(r.seed) in times.index and bool(np.isclose(times[int(r.seed)], r.committed_s, rtol=1e-9, atol=0.0))
+    # atol: early re-timings stored the committed seconds rounded to 0.01 s
+    keep = [int(r.seed) in times.index and bool(np.isclose(times[int(r.seed)], r.committed_s, rtol=1e-9, atol=0.006))
             for r in rows.itertuples()]
     return rows[keep] if any(keep) else None
 
