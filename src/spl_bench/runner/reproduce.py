@@ -310,17 +310,25 @@ def _retimed_rows(path: Path | None) -> Iterator[tuple[tuple[str, str], pd.DataF
         yield (str(key[0]), str(key[1])), rows
 
 
+def _retimed_summary(rows: pd.DataFrame) -> tuple[float, float | None]:
+    """Median re-timed CPU seconds of a cell's re-timing rows, and the median of (re-timed CPU seconds /
+    the seed's committed seconds when it was re-timed): the speed-up of today's code on the same
+    seeds, which later runs committed to the cell (by today's code) do not dilute."""
+    ratio = None
+    if "committed_s" in rows and (rows["committed_s"] > 0).all():
+        ratio = float((rows["cpu_s"] / rows["committed_s"]).median())
+    return float(rows["cpu_s"].median()), ratio
+
+
 def retimed(path: Path | None = None) -> dict[tuple[str, str], float]:
     """Median re-timed CPU seconds per ``(rows folder, cell id)``, from the newest code version's rows."""
-    return {key: float(rows["cpu_s"].median()) for key, rows in _retimed_rows(path)}
+    return {key: _retimed_summary(rows)[0] for key, rows in _retimed_rows(path)}
 
 
 def retimed_ratios(path: Path | None = None) -> dict[tuple[str, str], float]:
-    """Median of (re-timed CPU seconds / the seed's committed seconds when it was re-timed) per
-    ``(rows folder, cell id)``: the speed-up of today's code on the same seeds, which later runs
-    committed to the cell (by today's code) do not dilute."""
-    return {key: float((rows["cpu_s"] / rows["committed_s"]).median()) for key, rows in _retimed_rows(path)
-            if "committed_s" in rows and (rows["committed_s"] > 0).all()}
+    """:func:`_retimed_summary`'s ratio per ``(rows folder, cell id)`` (cells with committed seconds)."""
+    out = {key: _retimed_summary(rows)[1] for key, rows in _retimed_rows(path)}
+    return {key: r for key, r in out.items() if r is not None}
 
 
 def cell_states(cells: list[Cell], root: Path | None = None, retimed_path: Path | None = None) -> list[CellState]:
@@ -339,11 +347,7 @@ def cell_states(cells: list[Cell], root: Path | None = None, retimed_path: Path 
         times = seeds["time_s"] if len(frame) else pd.Series(dtype=float)
         stale = sorted(p for p in path.parent.glob(f"{cell.cell_id}__*.csv") if p != path)
         rows = _current_retimings(again.get((cell.rows_name, cell.cell_id)), times)
-        sec, ratio = None, None
-        if rows is not None:
-            sec = float(rows["cpu_s"].median())
-            if "committed_s" in rows and (rows["committed_s"] > 0).all():
-                ratio = float((rows["cpu_s"] / rows["committed_s"]).median())
+        sec, ratio = (None, None) if rows is None else _retimed_summary(rows)
         states.append(CellState(cell, h, path, done, stale, float(times.mean()) if len(times) else None, sec, ratio))
     return states
 
