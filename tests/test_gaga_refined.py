@@ -158,15 +158,26 @@ def test_newton_fit_equals_the_models_solver(seed, drop, refined):
         warm, v = ours, np.clip(v * rng.uniform(0.8, 1.2, v.size), 0.0, 1.0)
 
 
-def test_cholesky_preconditioner_by_the_explicit_inverse_equals_the_triangular_solves():
+@pytest.mark.parametrize("single", [False, True])
+def test_cholesky_preconditioner_by_the_explicit_inverse_equals_the_triangular_solves(single, monkeypatch):
+    """The explicit inverse in double precision agrees with the solves to 1e-10; in single
+    precision (the default) to float32's rounding times the condition number (here < 6), also for
+    right-hand sides far outside float32's range (it scales them)."""
+    monkeypatch.setattr(CholeskyFactor, "single_inverse", single)
     rng = np.random.default_rng(5)
     J = _sym(rng, 25, indefinite=False)
     f = CholeskyFactor.attempt(J)
     assert f is not None and CholeskyFactor.attempt(-J) is None
     b = rng.normal(size=(CholeskyFactor.INVERSE_AFTER + 3, 25))
+    b[-1] *= 1e-60
+    b[-2] *= 1e60
     out = np.array([f.precondition(r) for r in b])
-    assert f._inv is not None  # switched to the inverse on the way
-    assert np.allclose(out, np.linalg.solve(J, b.T).T, rtol=1e-10, atol=1e-12)
+    assert f._inv is not None and f._inv.dtype == (np.float32 if single else np.float64)
+    exact = np.linalg.solve(J, b.T).T
+    rel = np.abs(out - exact).max(axis=1) / np.abs(exact).max(axis=1)
+    assert rel.max() <= (1e-5 if single else 1e-10)
+    assert single == (rel[: CholeskyFactor.INVERSE_AFTER - 1].max() < 1e-12 < rel[-3:].min())
+    assert np.array_equal(f.precondition(np.zeros(25)), np.zeros(25))
     assert np.allclose(f.solve(b.T), np.linalg.solve(J, b.T), rtol=1e-12, atol=1e-13)
 
 
@@ -391,3 +402,22 @@ def test_path_products_through_the_split_equal_the_dense_ones(monkeypatch):
     grid = np.linspace(0.21, 4.99, 120)
     (a, b), (a0, b0) = new.at(grid), ref.at(grid)
     assert np.abs(a - a0).max() <= 1e-7 * (1 + np.abs(a0).max()) and np.abs(b - b0).max() <= 1e-7
+
+
+def test_lu_first_on_indefinite_jacobians_gives_the_same_path(monkeypatch):
+    """After an indefinite J_theta the next is factorised by LU first and Cholesky is attempted
+    only if det J > 0 (``GLMSystem.lu_first_when_indefinite``).  det J < 0 rules out a Cholesky
+    factor, so every factor is the one the Cholesky-first order makes: the same computation, so
+    the same path bit for bit, and the skipped attempts are counted."""
+    X, y = _noisy_cancer(150)
+    monkeypatch.setattr(GLMSystem, "refine_min_dim", 1)
+    monkeypatch.setattr(GLMSystem, "lu_first_when_indefinite", False)
+    ref = age_path(X, y, "logistic", "mixture", lam_range=(0.5, 3.0), C=0.5)
+    monkeypatch.setattr(GLMSystem, "lu_first_when_indefinite", True)
+    new = age_path(X, y, "logistic", "mixture", lam_range=(0.5, 3.0), C=0.5)
+    assert ref.meta["n_cholesky_skipped"] == 0 < new.meta["n_cholesky_skipped"]
+    assert [(e["kind"], e["lam"]) for e in new.events] == [(e["kind"], e["lam"]) for e in ref.events]
+    assert len(ref.events) >= 10
+    grid = np.linspace(0.51, 2.99, 150)
+    (a, b), (a0, b0) = new.at(grid), ref.at(grid)
+    assert np.array_equal(a, a0) and np.array_equal(b, b0)

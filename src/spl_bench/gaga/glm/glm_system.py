@@ -60,6 +60,14 @@ class GLMSystem(GLMDesign, PathSystem):
     #: the live rows of the path's equations through ``X = 1 m^T + S`` where ``S`` is sparse
     #: (:meth:`_live`); False: the dense rows (as ``sparse_products`` does for the v-weighted fits)
     sparse_path_products = True
+    #: when the latest J_theta factorised was not positive definite, factorise the next by LU first
+    #: and attempt Cholesky only if det J > 0 (:meth:`factor`); False: Cholesky first always.  The
+    #: same factors either way
+    lu_first_when_indefinite = True
+    #: the latest J_theta factorised in :meth:`factor` was not positive definite
+    _last_indefinite = False
+    #: Cholesky attempts left out because the LU said det J < 0 (class default: old checkpoints resume)
+    n_cholesky_skipped = 0
     #: why the compiled route is not taken, once said (:meth:`_no_compiled_kernels`)
     compiled_route_note: str | None = None
 
@@ -219,7 +227,21 @@ class GLMSystem(GLMDesign, PathSystem):
 
         def full() -> Factor | CholeskyFactor:
             J = self.jacobians(theta, lam)[0]
-            f = CholeskyFactor.attempt(J) or Factor(J)
+            if self._last_indefinite and self.lu_first_when_indefinite:
+                # The last J formed was not positive definite, and the mixture SP keeps J indefinite
+                # over long stretches of a path: a Cholesky attempt there fails after most of its
+                # work.  LU first: det J < 0 (an odd number of negative eigenvalues) rules out
+                # positive definiteness, so the LU is what the Cholesky-first order would give;
+                # otherwise Cholesky is attempted as before.  The same factor either way.
+                lu = Factor(J)
+                if lu.sign < 0:
+                    self.n_cholesky_skipped += 1
+                    f = lu
+                else:
+                    f = CholeskyFactor.attempt(J) or lu
+            else:
+                f = CholeskyFactor.attempt(J) or Factor(J)
+            self._last_indefinite = not isinstance(f, CholeskyFactor)
             if not f.singular:
                 old = self._ref
                 if old is not None and isinstance(old[0], CholeskyFactor) != isinstance(f, CholeskyFactor):
@@ -343,7 +365,8 @@ class GLMSystem(GLMDesign, PathSystem):
             warnings.warn(self.compiled_route_note, stacklevel=3)
 
     def info(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"n_refined_solves": self.n_refined, "n_jacobian_factors": self.n_full_factors}
+        out: dict[str, Any] = {"n_refined_solves": self.n_refined, "n_jacobian_factors": self.n_full_factors,
+                               "n_cholesky_skipped": self.n_cholesky_skipped}
         if self.compiled_route_note is not None:
             out["compiled_route"] = self.compiled_route_note
         return out
