@@ -14,6 +14,9 @@ libsvm give-ups differ).
 * ``logistic_hiva_cell``: the same on 2,306 rows and every column (n > d = 1,617, the size of a
   Tables 5-6 training set), followed from age 0.1 to ``CELL_LAM_MAX``: the refined solves' route;
   the path's live-row products through the dense rows or through ``X = 1 m^T + S``;
+* ``logistic_hiva_solves``: the cell proxy followed to ``SOLVES_LAM_MAX`` (about 40 critical points),
+  where the refined solves of the path and of the warm starts' Newton fits dominate: their
+  factorisations and preconditioner before and after 03f3044 (``SOLVES_ROUTES``);
 * ``svm_linear_mfeat``: GAGA, linear-kernel SVM (C 0.4), linear SP, 1,000 rows of mfeat-pixel (the
   first class against the rest, 30 % of the labels flipped): the family of Tables 8, 11, 12, 15 and 16,
   whose paths are mostly jump points and so ACS warm starts;
@@ -57,6 +60,7 @@ from threadpoolctl import threadpool_limits
 
 from spl_bench.data.loaders import load_dataset
 from spl_bench.gaga.api import age_path
+from spl_bench.gaga.core.linalg import CholeskyFactor
 from spl_bench.gaga.core.tracker import EngineOptions
 from spl_bench.gaga.glm.glm_system import GLMSystem
 from spl_bench.paths import repo_root
@@ -105,8 +109,8 @@ def gaga_case(name: str, X: np.ndarray, y: np.ndarray, routes: dict[str, EngineO
               model: str = "logistic", sp: str = "mixture", sp_params: dict | None = None,
               lam_range: tuple[float, float] = (0.1, 20.0), **model_params) -> list[dict]:
     """GAGA on ``(X, y)`` by each route (name: its engine options, or ``(options, {attribute: value})``
-    with class attributes of the GLM path system set for that route): CPU seconds, LU units,
-    critical points."""
+    with class attributes of the GLM path system, or of ``CholeskyFactor`` as ``"CholeskyFactor.name"``,
+    set for that route): CPU seconds, LU units, critical points."""
     if not model_params:
         model_params = {"C": 0.5}
     if sp_params is None and sp == "mixture":
@@ -115,18 +119,20 @@ def gaga_case(name: str, X: np.ndarray, y: np.ndarray, routes: dict[str, EngineO
     out, ref = [], None
     for route, spec in routes.items():
         opts, attrs = spec if isinstance(spec, tuple) else (spec, {})
-        saved = {a: getattr(GLMSystem, a) for a in attrs}
+        owners = {a: (CholeskyFactor, a.split(".", 1)[1]) if a.startswith("CholeskyFactor.") else (GLMSystem, a)
+                  for a in attrs}
+        saved = {a: getattr(*owners[a]) for a in attrs}
         t = time.process_time()
         try:
             for a, value in attrs.items():
-                setattr(GLMSystem, a, value)
+                setattr(*owners[a], value)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 path = age_path(X, y, model=model, sp=sp, sp_params=sp_params, lam_range=lam_range,
                                 options=opts, **model_params)
         finally:
             for a, value in saved.items():
-                setattr(GLMSystem, a, value)
+                setattr(*owners[a], value)
         cpu = time.process_time() - t
         ages = np.array([e["lam"] for e in path.events])
         ref = ages if ref is None else ref
@@ -265,6 +271,16 @@ CELL_LAM_MAX = 1.6
 #: the path's live-row products through the dense rows against ``X = 1 m^T + S`` (GLMSystem.sparse_path_products)
 SPLIT_ROUTES = {"dense_rows": (EngineOptions(), {"sparse_path_products": False}),
                 "split_rows": (EngineOptions(), {"sparse_path_products": True})}
+#: the solves' route of the Tables 5-6 cell proxy followed further (to ``SOLVES_LAM_MAX``): Cholesky
+#: attempted first and the preconditioner's inverse in double precision (``double_inverse``, the
+#: route before 03f3044) against LU first after an indefinite J_theta and the inverse in single
+#: precision (``single_inverse``, the default)
+SOLVES_ROUTES = {"double_inverse": (EngineOptions(), {"lu_first_when_indefinite": False,
+                                                      "CholeskyFactor.single_inverse": False}),
+                 "single_inverse": (EngineOptions(), {"lu_first_when_indefinite": True,
+                                                      "CholeskyFactor.single_inverse": True})}
+#: about 40 critical points of the cell proxy, 150-230 CPU-s a route (the refined solves dominate)
+SOLVES_LAM_MAX = 1.8
 #: trial polishes with all their rounds against giving up once the set re-assignment cycles
 POLISH_ROUTES = {"full_polish": EngineOptions(polish_cycle_exit=False), "cycle_exit": EngineOptions()}
 
@@ -273,6 +289,8 @@ CASES = {
     "logistic_hiva_tall": lambda: gaga_case("logistic_hiva_tall", *hiva(1000, 300), ODE_ROUTES),
     "logistic_hiva_cell": lambda: gaga_case("logistic_hiva_cell", *hiva(2306, None), SPLIT_ROUTES,
                                             lam_range=(0.1, CELL_LAM_MAX)),
+    "logistic_hiva_solves": lambda: gaga_case("logistic_hiva_solves", *hiva(2306, None), SOLVES_ROUTES,
+                                              lam_range=(0.1, SOLVES_LAM_MAX)),
     "svm_linear_mfeat": lambda: gaga_case("svm_linear_mfeat", *mfeat(1000), POLISH_ROUTES, model="svm", sp="linear",
                                           kernel="linear", C=0.4),
     "outlier_path_musk": outlier_path_case,
