@@ -14,7 +14,7 @@ libsvm give-ups differ).
 * ``logistic_hiva_cell``: the same on 2,306 rows and every column (n > d = 1,617, the size of a
   Tables 5-6 training set), followed from age 0.1 to ``CELL_LAM_MAX``: the refined solves' route;
   the path's live-row products through the dense rows or through ``X = 1 m^T + S``;
-* ``logistic_hiva_solves``: the cell proxy followed to ``SOLVES_LAM_MAX`` (about 40 critical points),
+* ``logistic_hiva_solves``: the cell proxy followed to ``SOLVES_LAM_MAX`` (45 critical points),
   where the refined solves of the path and of the warm starts' Newton fits dominate: their
   factorisations and preconditioner before and after 03f3044 (``SOLVES_ROUTES``);
 * ``svm_linear_mfeat``: GAGA, linear-kernel SVM (C 0.4), linear SP, 1,000 rows of mfeat-pixel (the
@@ -279,7 +279,7 @@ SOLVES_ROUTES = {"double_inverse": (EngineOptions(), {"lu_first_when_indefinite"
                                                       "CholeskyFactor.single_inverse": False}),
                  "single_inverse": (EngineOptions(), {"lu_first_when_indefinite": True,
                                                       "CholeskyFactor.single_inverse": True})}
-#: about 40 critical points of the cell proxy, 150-230 CPU-s a route (the refined solves dominate)
+#: 45 critical points of the cell proxy, 240-300 CPU-s a route (the refined solves dominate)
 SOLVES_LAM_MAX = 1.8
 #: trial polishes with all their rounds against giving up once the set re-assignment cycles
 POLISH_ROUTES = {"full_polish": EngineOptions(polish_cycle_exit=False), "cycle_exit": EngineOptions()}
