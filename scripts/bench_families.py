@@ -28,7 +28,9 @@ libsvm give-ups differ).
   most v-weighted fits after its 30 rounds.
 
 Routes: GAGA's ``auto`` (RK45 with the Newton corrector) and ``PC`` (predictor-corrector); for
-the cell proxy, the path's products through the dense rows (``dense_rows``) or the split
+the wide proxy, each of them with the solves in the ``d + 1`` unknowns' dimension (``k_dim``) or in
+the live samples' (``samples_dim``, the default; ``WoodburyFactor``); for the cell proxy, the
+path's products through the dense rows (``dense_rows``) or the split
 (``split_rows``, the default); for the SVM, the trial polishes of the warm starts run all their
 rounds (``full_polish``) or give up once the re-assignment of the sets cycles (``cycle_exit``,
 the default); for Outlier-Path, the engine's active-set gathers by numpy's fancy indexing or compiled
@@ -265,6 +267,13 @@ SMO_PAIRS = 20_000
 
 #: GAGA's ODE route against its predictor-corrector route
 ODE_ROUTES = {"auto": EngineOptions(), "PC": EngineOptions(method="PC")}
+#: the wide proxy's solves with J_theta and the warm starts' Hessians in the k = d + 1 unknowns' dimension
+#: (``woodbury_max_ratio`` 0, the route before 2323301) against the live samples' (WoodburyFactor), by
+#: either ODE route
+WIDE_ROUTES = {"k_dim": (EngineOptions(), {"woodbury_max_ratio": 0.0}),
+               "k_dim_PC": (EngineOptions(method="PC"), {"woodbury_max_ratio": 0.0}),
+               "samples_dim": (EngineOptions(), {"woodbury_max_ratio": 0.5}),
+               "samples_dim_PC": (EngineOptions(method="PC"), {"woodbury_max_ratio": 0.5})}
 #: the Tables 5-6 cell proxy is followed up to this age: 3 critical points, about 13 CPU-s a route
 #: (past 2.0 a warm start alone takes minutes; the whole Table 6 path takes an hour or more)
 CELL_LAM_MAX = 1.6
@@ -285,7 +294,7 @@ SOLVES_LAM_MAX = 1.8
 POLISH_ROUTES = {"full_polish": EngineOptions(polish_cycle_exit=False), "cycle_exit": EngineOptions()}
 
 CASES = {
-    "logistic_hiva_wide": lambda: gaga_case("logistic_hiva_wide", *hiva(400, None), ODE_ROUTES),
+    "logistic_hiva_wide": lambda: gaga_case("logistic_hiva_wide", *hiva(400, None), WIDE_ROUTES),
     "logistic_hiva_tall": lambda: gaga_case("logistic_hiva_tall", *hiva(1000, 300), ODE_ROUTES),
     "logistic_hiva_cell": lambda: gaga_case("logistic_hiva_cell", *hiva(2306, None), SPLIT_ROUTES,
                                             lam_range=(0.1, CELL_LAM_MAX)),

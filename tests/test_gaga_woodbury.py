@@ -83,7 +83,7 @@ def test_wide_logistic_path_through_the_samples_dimension_equals_the_full_one(sp
     monkeypatch.setattr(GLMSystem, "refine_min_dim", 1)
     monkeypatch.setattr(GLMSystem, "woodbury_max_ratio", 0.0)
     ref = age_path(X, y, "logistic", sp, sp_params=sp_params, lam_range=lam, C=C)
-    monkeypatch.setattr(GLMSystem, "woodbury_max_ratio", 0.75)
+    monkeypatch.setattr(GLMSystem, "woodbury_max_ratio", 1.0)  # (every point: m + 1 <= 101 < k)
     new = age_path(X, y, "logistic", sp, sp_params=sp_params, lam_range=lam, C=C)
     assert ref.meta["n_woodbury_factors"] == 0 < new.meta["n_woodbury_factors"]
     ev, ev0 = new.events, ref.events
@@ -105,7 +105,7 @@ def test_wide_newton_fit_equals_the_models_solver(seed, drop):
     rng = np.random.default_rng(seed)
     model = get_model("logistic", C=0.5)
     system = GLMSystem(model, get_sp("linear"), X, y)
-    system.refine_min_dim = 1
+    system.refine_min_dim, system.woodbury_max_ratio = 1, 1.0
     v = rng.random(X.shape[0])
     v[rng.random(X.shape[0]) < drop] = 0.0
     assume(np.unique(y[v > 0]).size == 2)

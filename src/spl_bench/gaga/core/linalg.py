@@ -1,4 +1,4 @@
-"""Linear algebra of the path systems (GAGA appendix A.2): the names of four modules, kept importable here.
+"""Linear algebra of the path systems (GAGA appendix A.2): the names of five modules, kept importable here.
 
 * :mod:`~spl_bench.gaga.core.factors`: ``Factor`` (LU with merged duplicates and a minimum-norm
   fallback), its LU helpers (``_lu``, ``_lu_sign``, ``groups_hint``), ``solve_linear``,
@@ -8,6 +8,8 @@
 * :mod:`~spl_bench.gaga.core.structured`: Schur-complement, tridiagonal and row-scaled factors
   (``SchurBlocks``, ``SchurFactor``, ``Tridiagonal``, ``ShiftedTridiagonal``, ``RowScaled``,
   ``uniform_value``, ``UNIFORM_REDUCE_AT``);
+* :mod:`~spl_bench.gaga.core.woodbury`: ``WoodburyFactor`` (solves with a diagonal plus a weighted
+  Gram matrix in the samples' dimension);
 * :mod:`~spl_bench.gaga.core.gram`: products with the design (``weighted_gram``,
   ``RankOnePlusSparse``).
 
@@ -28,6 +30,7 @@ from spl_bench.gaga.core.structured import (
     Tridiagonal,
     uniform_value,
 )
+from spl_bench.gaga.core.woodbury import WoodburyFactor
 
 __all__ = [
     "UNIFORM_REDUCE_AT",
@@ -41,6 +44,7 @@ __all__ = [
     "SchurFactor",
     "ShiftedTridiagonal",
     "Tridiagonal",
+    "WoodburyFactor",
     "_lu",
     "_lu_sign",
     "det_sign",
