@@ -68,9 +68,9 @@ class GLMDesign:
     #: (``R'' > 0`` on every coefficient), there are ``refine_min_dim`` unknowns or more and the live
     #: samples plus the intercept number at most this share of them; 0: never.  An LU of order
     #: ``m + 1`` replaces forming the matrix (``m k^2``) and factorising it (``k^3``): at 0.5 its
-    #: ``(m + 1)^3`` is an eighth of the LU of the ``k``-order matrix alone.  The table cells stay on
-    #: the ``k``-dimensional route: the fewest live samples measured were 0.755 k (the ACS fits at the
-    #: first ages of Table 5 hiva_agnostic, seed 0; its GAGA path keeps 0.95 k or more)
+    #: ``(m + 1)^3`` is an eighth of the LU of the ``k``-order matrix alone.  GAGA on the table
+    #: cells stays on the ``k``-dimensional route (hiva_agnostic, Tables 5-6, seed 0: 0.755 k live
+    #: samples or more); the ACS baseline's first fits on Table 6 (0.364 k) take this one
     woodbury_max_ratio = 0.5
 
     def __init__(self, model: Model, X: Array, y: Array) -> None:
