@@ -224,7 +224,9 @@ class GLMDesign:
         gradients preconditioned by the Cholesky factor of the Hessian of an earlier step or fit
         (:class:`RefinedFactor`; the Hessian is formed and factorised afresh when they do not
         converge in ``refine_max_iter`` products); with fewer, by the Hessian's own Cholesky
-        factor (forming it costs less than the products there).
+        factor (forming it costs less than the products there).  With fewer live samples than
+        unknowns (:meth:`woodbury_applies`), each Newton system is solved exactly in the samples'
+        dimension instead (:class:`~spl_bench.gaga.core.woodbury.WoodburyFactor`).
 
         The refined solves are inexact Newton steps: each stops at a relative residual of
         ``min(newton_forcing, |g| / scale)``, so far from the optimum a step takes a few products

@@ -224,7 +224,7 @@ class GLMSystem(GLMDesign, PathSystem):
         ``O(n k)`` per iteration instead of ``O(n k^2 + k^3)`` per point); ``J_theta`` is formed
         and factorised afresh when the refinement does not contract, and becomes the reference."""
         live = self._live()[1]
-        if self.woodbury_applies(theta.shape[0], live.size):
+        if self.active.all() and self.woodbury_applies(theta.shape[0], live.size):
             out = self._woodbury_route(theta, lam, live)
             if out is not None:
                 return out
