@@ -12,7 +12,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from spl_bench.gaga import age_path
+from spl_bench.gaga import EngineOptions, age_path
 from spl_bench.gaga.core.woodbury import WoodburyFactor
 from spl_bench.gaga.glm.glm_system import GLMSystem
 from spl_bench.models import get_model
@@ -117,3 +117,30 @@ def test_wide_newton_fit_equals_the_models_solver(seed, drop):
     assert np.abs(ours.coef - theirs.coef).max() <= 1e-7 * (1 + np.abs(theirs.coef).max())
     assert abs(ours.intercept - theirs.intercept) <= 1e-7 * (1 + abs(theirs.intercept))
     assert model.kkt_violation(ours, X, y, v) <= 1e-8
+
+
+def test_wide_path_resumed_from_a_checkpoint_equals_the_uninterrupted_one(tmp_path, monkeypatch):
+    """The kept ``K`` is left out of checkpoints and made again on resuming: the same path, bit for bit."""
+    class Interrupt(Exception):
+        pass
+
+    X, y = _wide()
+    monkeypatch.setattr(GLMSystem, "refine_min_dim", 1)
+    monkeypatch.setattr(GLMSystem, "woodbury_max_ratio", 1.0)
+    kw = {"sp_params": {"gamma": 1.0}, "lam_range": (0.05, 5.0), "C": 0.5}
+    whole = age_path(X, y, "logistic", "mixture", **kw)
+    assert whole.meta["n_woodbury_factors"] > 0 and len(whole.events) >= 10
+    opts = EngineOptions(checkpoint_dir=str(tmp_path), checkpoint_every=0.0)
+
+    def stop(lam: float, n_critical: int) -> None:
+        if n_critical >= 5:
+            raise Interrupt
+
+    with pytest.raises(Interrupt):
+        age_path(X, y, "logistic", "mixture", options=opts, progress=stop, **kw)
+    resumed = age_path(X, y, "logistic", "mixture", options=opts, **kw)
+    assert resumed.meta["n_resumes"] == 1
+    np.testing.assert_array_equal(resumed.lambdas, whole.lambdas)
+    np.testing.assert_array_equal(resumed.coef, whole.coef)
+    np.testing.assert_array_equal(resumed.intercept, whole.intercept)
+    assert resumed.events == whole.events
