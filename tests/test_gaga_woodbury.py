@@ -49,6 +49,9 @@ def test_woodbury_solves_equal_dense_solves_with_the_sign_of_det_j(seed, m, p, q
         x_dense = np.linalg.solve(J, rhs)
         assert np.abs(f.solve(rhs) - x_dense).max() <= tol * (1 + np.abs(x_dense).max())
     assert f.J is J
+    # the symmetric route (D >= 0) vouches for positive definiteness, and only where J has it
+    if f.positive_definite:
+        assert D.min() >= 0 and np.linalg.eigvalsh(J).min() > 0
 
 
 def test_woodbury_says_singular_where_j_is():

@@ -118,6 +118,12 @@ class WoodburyFactor:
         return int(self.r.shape[0]) + self.q
 
     @property
+    def positive_definite(self) -> bool:
+        """``J`` is positive definite, as the symmetric route shows (``D >= 0`` makes ``J`` positive
+        semidefinite, and it is non-singular); ``False`` means not known."""
+        return self._chol is not None
+
+    @property
     def J(self) -> Array:
         """``J`` formed densely (by the caller's ``form``), once."""
         if self._J is None:

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from spl_bench.gaga.core.linalg import AnyFactor, CholeskyFactor, Factor, RefinedFactor
+from spl_bench.gaga.core.linalg import AnyFactor, CholeskyFactor, Factor, RefinedFactor, WoodburyFactor
 from spl_bench.gaga.core.system_base import (
     SAMPLE_SETS,
     Array,
@@ -314,12 +314,13 @@ class GLMSystem(GLMDesign, PathSystem):
         """``J_theta`` is the Hessian of the SPL objective on the current face: positive definite?
 
         A refined factor (:class:`RefinedFactor`) certifies that ``J_theta`` has its reference's
-        inertia: the reference's factorisation answers.
+        inertia: the reference's factorisation answers.  A Cholesky factor, or a
+        :class:`WoodburyFactor` on its symmetric route, says yes; otherwise J is formed and tested.
         """
         f, _ = self.factor(theta, lam)
         if isinstance(f, RefinedFactor):
             f = f.ref
-        if isinstance(f, CholeskyFactor):
+        if isinstance(f, CholeskyFactor) or (isinstance(f, WoodburyFactor) and f.positive_definite):
             return True
         J = f.J
         if J.shape[0] == 0:
