@@ -147,3 +147,16 @@ def test_wide_path_resumed_from_a_checkpoint_equals_the_uninterrupted_one(tmp_pa
     np.testing.assert_array_equal(resumed.coef, whole.coef)
     np.testing.assert_array_equal(resumed.intercept, whole.intercept)
     assert resumed.events == whole.events
+
+
+def test_a_penalty_flat_somewhere_keeps_the_k_dimensional_route():
+    """``R'' = 0`` on a coefficient makes ``diag(r)`` singular: no WoodburyFactor (never a NaN)."""
+    X, y = _wide()
+    system = GLMSystem(get_model("logistic", C=0.5), get_sp("linear"), X, y)
+    system.refine_min_dim, system.woodbury_max_ratio = 1, 1.0
+    live = np.arange(20)
+    theta = np.zeros(X.shape[1] + 1)
+    assert system._woodbury_factor(live, theta, np.ones(20), lambda: np.eye(theta.size)) is not None
+    system.penalty = type("Flat", (), {"hess_diag": staticmethod(lambda w, n: np.r_[0.0, np.ones(w.size - 1)]),
+                                       "sparse": False})()
+    assert system._woodbury_factor(live, theta, np.ones(20), lambda: np.eye(theta.size)) is None

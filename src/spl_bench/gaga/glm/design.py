@@ -305,10 +305,13 @@ class GLMDesign:
                          form: Callable[[], Array]) -> WoodburyFactor | None:
         """:class:`WoodburyFactor` of ``Phi^T diag(D) Phi + R''`` on the rows ``live`` of ``X`` (every
         column: a smooth penalty; ``form() -> J`` formed densely, for its ``J``), or ``None`` when its
-        reduced matrix is singular (the caller factorises ``J`` itself).  ``K = X_L diag(R'')^-1 X_L^T``
-        is kept for the latest two sets of rows (the path's and the ACS fits')."""
+        reduced matrix is singular or ``R''`` is not positive (the caller factorises ``J`` itself).
+        ``K = X_L diag(R'')^-1 X_L^T`` is kept for the latest two sets of rows (the path's and the
+        ACS fits')."""
         k = self.d
         r = np.asarray(self.penalty.hess_diag(theta[:k], self.n), dtype=float)
+        if not (r > 0).all() or not np.isfinite(r).all():
+            return None  # (a penalty flat somewhere: diag(r) is not invertible)
         key = live.tobytes()
         cache = getattr(self, "_woodbury_cache", None)
         if cache is None:
