@@ -59,8 +59,8 @@ class WoodburyFactor:
         ``GLMSystem.stable``; never needed by a solve).
 
     With ``D >= 0`` the solves take a symmetric positive definite form of ``N`` instead
-    (:meth:`_symmetric`).  ``singular`` is ``N``'s (``Factor`` merges duplicated rows, else least squares on ``N``); the
-    caller factorises ``J`` itself then, whose least-squares solution is the minimum-norm one.
+    (:meth:`_symmetric`).  ``singular`` is ``N``'s, and then ``J`` is singular too: the caller
+    factorises ``J`` itself, whose least-squares fallback gives the minimum-norm solution.
     """
 
     least_squares = False

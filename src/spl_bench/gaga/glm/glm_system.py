@@ -222,7 +222,9 @@ class GLMSystem(GLMDesign, PathSystem):
         """``(factorised J_theta, J_lam)``.  With ``refine_min_dim`` or more unknowns, solves
         refine on the latest factorised ``J_theta`` of the same support (:class:`RefinedFactor`:
         ``O(n k)`` per iteration instead of ``O(n k^2 + k^3)`` per point); ``J_theta`` is formed
-        and factorised afresh when the refinement does not contract, and becomes the reference."""
+        and factorised afresh when the refinement does not contract, and becomes the reference.
+        With fewer live samples than unknowns (``woodbury_max_ratio``), ``J_theta`` is solved in the
+        samples' dimension instead (:meth:`_woodbury_route`)."""
         live = self._live()[1]
         if self.active.all() and self.woodbury_applies(theta.shape[0], live.size):
             out = self._woodbury_route(theta, lam, live)
