@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spl_bench.gaga import age_path
+from spl_bench.gaga import EngineOptions, age_path
 from spl_bench.gaga.core.linalg import CholeskyFactor, Factor, RankOnePlusSparse, RefinedFactor, pcg, weighted_gram
 from spl_bench.gaga.glm.glm_system import GLMSystem
 from spl_bench.models import get_model
@@ -421,3 +421,32 @@ def test_lu_first_on_indefinite_jacobians_gives_the_same_path(monkeypatch):
     grid = np.linspace(0.51, 2.99, 150)
     (a, b), (a0, b0) = new.at(grid), ref.at(grid)
     assert np.array_equal(a, a0) and np.array_equal(b, b0)
+
+
+@pytest.mark.parametrize("sp,lam_min", [("linear", 0.3), ("mixture", 0.5)])
+def test_acs_fits_warm_started_by_extrapolation_give_the_same_path(sp, lam_min, monkeypatch):
+    """``EngineOptions.acs_warm_extrapolate``: the ACS fits warm-started at ``2 w_t - w_{t-1}`` have the
+    same (unique) minimisers, so the same event log (kinds, moves, ages to 1e-8) and the same path
+    on a grid; the extrapolated warm starts were used."""
+    import spl_bench.gaga.core.warm as warm
+
+    X, y = _noisy_cancer(150)
+    ref = _path(X, y, sp, lam_min)
+    starts = []
+    orig = warm.acs_step
+
+    def counting(system, lam, params, v, start=None):
+        starts.append(start is not None)
+        return orig(system, lam, params, v, start)
+
+    monkeypatch.setattr(warm, "acs_step", counting)
+    new = age_path(X, y, "logistic", sp, lam_range=(lam_min, 3.0), C=1.0,
+                   options=EngineOptions(acs_warm_extrapolate=True))
+    assert sum(starts) >= 10
+    assert sum(e["kind"] == "jump" for e in ref.events) >= 1
+    assert [e["kind"] for e in new.events] == [e["kind"] for e in ref.events]
+    assert [sorted(e["moves"]) for e in new.events] == [sorted(e["moves"]) for e in ref.events]
+    assert np.allclose([e["lam"] for e in new.events], [e["lam"] for e in ref.events], rtol=1e-8, atol=1e-10)
+    grid = np.linspace(lam_min + 0.01, 2.99, 150)
+    (a, b), (a0, b0) = new.at(grid), ref.at(grid)
+    assert np.abs(a - a0).max() <= 1e-7 * (1 + np.abs(a0).max()) and np.abs(b - b0).max() <= 1e-7

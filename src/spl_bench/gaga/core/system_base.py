@@ -244,6 +244,12 @@ class PathSystem(ABC):
         return np.array([self.events(th, float(lam), idx) for th, lam in zip(thetas, lams, strict=True)])
 
     # -- ACS warm starts -----------------------------------------------------------
+    def fit_has_unique_minimiser(self) -> bool:
+        """Does :meth:`fit_weighted` return the unique minimiser of a strictly convex problem,
+        whatever its warm start (``EngineOptions.acs_warm_extrapolate`` may then move the warm
+        start)?  False by default."""
+        return False
+
     def acs_affine_state(self, params: Params, lam: float) -> tuple[Array, Array] | None:
         """``(x, q)`` of the ACS iterate ``params`` (the latest :meth:`fit_weighted` output) when the
         ACS map is affine around it, else ``None`` (the default).

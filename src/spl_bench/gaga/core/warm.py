@@ -32,9 +32,11 @@ def spl_objective(model: Model, sp: SPRegularizer, params: Params, X: Array, y: 
     return float(model.regularizer(params, len(y)) + sp.sp_objective(sp.v_star(ell, lam), ell, lam).sum())
 
 
-def acs_step(system: PathSystem, lam: float, params: Params, v: Array) -> tuple[Params, Array]:
-    """One ACS iteration (GAGA Algorithm 1): the v-weighted fit, then ``v* = v*(ell, lam)``."""
-    params = system.fit_weighted(v, params)
+def acs_step(system: PathSystem, lam: float, params: Params, v: Array,
+             start: Params | None = None) -> tuple[Params, Array]:
+    """One ACS iteration (GAGA Algorithm 1): the v-weighted fit, then ``v* = v*(ell, lam)``.
+    ``start``: the fit's warm start, if not ``params`` (the fit's minimiser must not depend on it)."""
+    params = system.fit_weighted(v, params if start is None else start)
     return params, system.sp.v_star(system.losses(params), lam)
 
 
@@ -70,9 +72,15 @@ class _WarmStarts:
         dv_prev, next_try, gap = np.inf, 0, 2
         extrapolate = o.acs_extrapolate and p.dual_coef is None
         skip = AffineSkip()  # latest affine states (acs_skip_ahead)
+        # the fits' warm start extrapolated from the last two ACS iterates (acs_warm_extrapolate)
+        extrapolate_fit = o.acs_warm_extrapolate and p.dual_coef is None and self.sys.fit_has_unique_minimiser()
+        p_prev = None
         for it in range(1, o.acs_max_iter + 1):
+            start = None
+            if extrapolate_fit and p_prev is not None and p.coef is not None and p_prev.coef is not None:
+                start = replace(p, coef=2.0 * p.coef - p_prev.coef, intercept=2.0 * p.intercept - p_prev.intercept)
             p_prev = p
-            p, v_new = acs_step(self.sys, lam, p, v)
+            p, v_new = acs_step(self.sys, lam, p, v, start)
             dv = float(np.max(np.abs(v_new - v), initial=0.0))
             if extrapolate and dv > dv_prev:
                 p, v_new = self.extrapolate(lam, p_prev, p, v_new)

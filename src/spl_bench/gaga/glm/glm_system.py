@@ -312,6 +312,12 @@ class GLMSystem(GLMDesign, PathSystem):
                 return out
         return self.model.fit_weighted(self.X, self.y, v, warm=warm)
 
+    def fit_has_unique_minimiser(self) -> bool:
+        """A smooth datafit with a smooth (L2) penalty (:meth:`smooth_fit`): the v-weighted problem is
+        strictly convex in ``w`` (and in ``b`` where ``sum v ell'' > 0``), and :meth:`newton_fit` solves
+        it to a gradient of 1e-11."""
+        return self.smooth_fit()
+
     def stable(self, theta: Array, lam: float) -> bool:
         """``J_theta`` is the Hessian of the SPL objective on the current face: positive definite?
 
