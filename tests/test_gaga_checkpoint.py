@@ -3,6 +3,7 @@ checkpoint equals the path computed in one go, bit for bit."""
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 import warnings
 
@@ -10,7 +11,8 @@ import numpy as np
 import pytest
 
 from spl_bench.gaga import EngineOptions, age_path
-from spl_bench.gaga.core.checkpoint import checkpoint_file
+from spl_bench.gaga.core.checkpoint import checkpoint_file, checkpoint_key
+from spl_bench.gaga.core.options import _RUN_ONLY_OPTIONS
 
 
 class Interrupt(Exception):
@@ -112,3 +114,15 @@ def test_an_unreadable_checkpoint_is_ignored(tmp_path):
     whole = age_path(X, y, model="lasso", sp="linear", lam_range=(0.1, 5.0), **mp)
     np.testing.assert_array_equal(path.lambdas, whole.lambdas)
     assert not saved.exists()
+
+
+def test_an_option_added_later_keeps_the_key_at_its_default():
+    """``acs_warm_extrapolate`` at its default leaves the key that the options had before it existed
+    (so older checkpoints resume); set, it gives another key."""
+    X, y = np.eye(3), np.ones(3)
+    before = [(f.name, f.type, dataclasses.field(default=f.default)) for f in dataclasses.fields(EngineOptions)
+              if f.name != "acs_warm_extrapolate"]
+    old = dataclasses.make_dataclass("EngineOptions", before)()
+    key_old = checkpoint_key(X, y, {}, old, _RUN_ONLY_OPTIONS)
+    assert checkpoint_key(X, y, {}, EngineOptions(), _RUN_ONLY_OPTIONS) == key_old
+    assert checkpoint_key(X, y, {}, EngineOptions(acs_warm_extrapolate=True), _RUN_ONLY_OPTIONS) != key_old

@@ -21,7 +21,7 @@ import json
 import os
 import pickle
 import warnings
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,8 @@ from spl_bench.gaga.core.path import _jsonable
 
 #: bumped when the tracker's state changes shape: older checkpoints are then ignored
 FORMAT = 1
+#: engine options in the key only when not at their default (added after checkpoints were written)
+KEY_ONLY_WHEN_SET = ("acs_warm_extrapolate",)
 
 
 def checkpoint_key(X: np.ndarray, y: np.ndarray, inputs: dict[str, Any], options: Any,
@@ -42,7 +44,10 @@ def checkpoint_key(X: np.ndarray, y: np.ndarray, inputs: dict[str, Any], options
         a = np.ascontiguousarray(a)
         h.update(str((a.shape, a.dtype.str)).encode())
         h.update(a.tobytes())
-    opts = {k: v for k, v in asdict(options).items() if k not in run_only}
+    defaults = {f.name: f.default for f in fields(options)}
+    # options added after checkpoints existed count only when set, so those checkpoints still resume
+    opts = {k: v for k, v in asdict(options).items()
+            if k not in run_only and not (k in KEY_ONLY_WHEN_SET and v == defaults[k])}
     h.update(json.dumps({"inputs": inputs, "options": opts, "format": FORMAT}, sort_keys=True,
                         default=_jsonable).encode())
     return h.hexdigest()[:24]
