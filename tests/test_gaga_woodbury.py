@@ -17,6 +17,7 @@ from spl_bench.gaga.core.woodbury import WoodburyFactor
 from spl_bench.gaga.glm.glm_system import GLMSystem
 from spl_bench.models import get_model
 from spl_bench.sp import get_sp
+from test_gaga_refined import assert_newton_fit_equals_the_models
 
 
 def _dense(X: np.ndarray, r: np.ndarray, D: np.ndarray, q: int) -> np.ndarray:
@@ -113,13 +114,7 @@ def test_wide_newton_fit_equals_the_models_solver(seed, drop):
     v[rng.random(X.shape[0]) < drop] = 0.0
     assume(np.unique(y[v > 0]).size == 2)
     assert system.woodbury_applies(X.shape[1] + 1, int(np.count_nonzero(v)))
-    warm = model.fit_weighted(X, y, np.ones(X.shape[0]))
-    ours = system.newton_fit(v, warm)
-    theirs = model.fit_weighted(X, y, v, warm=warm)
-    assert ours is not None
-    assert np.abs(ours.coef - theirs.coef).max() <= 1e-7 * (1 + np.abs(theirs.coef).max())
-    assert abs(ours.intercept - theirs.intercept) <= 1e-7 * (1 + abs(theirs.intercept))
-    assert model.kkt_violation(ours, X, y, v) <= 1e-8
+    assert_newton_fit_equals_the_models(system, model, X, y, v, model.fit_weighted(X, y, np.ones(X.shape[0])))
 
 
 def test_wide_path_resumed_from_a_checkpoint_equals_the_uninterrupted_one(tmp_path, monkeypatch):
