@@ -258,3 +258,23 @@ def test_gathers_give_numpys_fancy_indexing_values_and_layout(n, seed, symmetric
         assert mine.flags["F_CONTIGUOUS"] == ref.flags["F_CONTIGUOUS"]
         x = rng.normal(size=ref.shape[1])
         assert np.array_equal(mine @ x, ref @ x)
+
+
+@pytest.mark.parametrize("variant", ["theta", "s"])
+@pytest.mark.parametrize("kind,C,d,seed", [c for c in CASES if c[0] == "linear"] + [("linear", 1.0, 4, 7)])
+def test_linear_factor_route_traces_the_same_local_optima(variant, kind, C, d, seed):
+    """With ``factor=X`` (K = X X^T) the margins go through X in O(n d): every breakpoint is still a
+    local optimum (Theorem 4, margins recomputed from scikit-learn's kernel), and the path has the
+    breakpoints of the route through K, at the same parameters and coefficients up to rounding."""
+    X, y = make_data(seed, n=60, d=d)
+    K = kernel(X, kind)
+    run = outlier_path_theta if variant == "theta" else outlier_path_s
+    ref, fac = run(K, y, C), run(K, y, C, factor=X)
+    assert ref.failed is None and fac.failed is None
+    assert len(fac.breakpoints) == len(ref.breakpoints) > 1
+    for a, b in zip(fac.breakpoints, ref.breakpoints, strict=True):
+        assert a.param == pytest.approx(b.param, rel=1e-8, abs=1e-10)
+        np.testing.assert_allclose(a.alpha, b.alpha, rtol=0.0, atol=1e-8 * max(1.0, C))
+        theta, s = (a.param, 0.0) if variant == "theta" else (0.0, a.param)
+        viol, _ = theorem4_violation(a.alpha, a.b, K, y, C, theta, s, a.inlier)
+        assert viol <= 1e-6 * max(1.0, C), (a.param, viol)

@@ -149,6 +149,8 @@ class OutlierPath(_KernelSVMEstimator):
         self.X_fit_, self.y_fit_ = X, y
         K = self._kernel(X)
         run = outlier_path_theta if variant == "theta" else outlier_path_s
+        # a linear kernel K = X X^T of rank d < n / 2: the paths' margins through X, O(n d) a product
+        factor = X if self.model_.kernel == "linear" and 2 * X.shape[1] < X.shape[0] else None
         self.paths_: list[OutlierPathResult] = []
         models: list[Params] = []
         self.fit_time_ = 0.0
@@ -158,7 +160,7 @@ class OutlierPath(_KernelSVMEstimator):
         for C, init in zip(Cs, self._svm_starts(K, y, Cs), strict=True):
             # many small dense solves: multi-threaded BLAS only adds overhead (and contention)
             with threadpool_limits(limits=1, user_api="blas"):
-                res = run(K, y, C, tol=self.tol, max_events=self.max_events, init=init)
+                res = run(K, y, C, tol=self.tol, max_events=self.max_events, init=init, factor=factor)
             self.paths_.append(res)
             for bp in res.breakpoints:
                 self.candidate_params_.append({"C": C, variant: float(bp.param)})

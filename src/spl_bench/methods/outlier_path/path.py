@@ -134,9 +134,12 @@ def ramp_loss(z: Array, theta: float, s: float) -> Array:
     return np.where(z >= s, np.maximum(0.0, 1.0 - z), 1.0 - theta * z - s)
 
 
-def rsvm_objective(alpha: Array, b: float, Q: Array, y: Array, C: float, theta: float, s: float) -> float:
-    """Eq. (1): ``a^T Q a / 2 + C sum_i ell(m_i; theta, s)`` with ``m = Q a + y b``."""
-    Qa = Q @ alpha
+def rsvm_objective(alpha: Array, b: float, Q: Array | None, y: Array, C: float, theta: float, s: float,
+                   Qa: Array | None = None) -> float:
+    """Eq. (1): ``a^T Q a / 2 + C sum_i ell(m_i; theta, s)`` with ``m = Q a + y b`` (``Qa``: ``Q a``
+    when the caller has it, then ``Q`` is not used)."""
+    if Qa is None:
+        Qa = Q @ alpha
     m = Qa + y * b
     return float(0.5 * alpha @ Qa + C * ramp_loss(m, theta, s).sum())
 
@@ -339,9 +342,18 @@ class _Engine:
     #: fancy indexing (False: the route before them, kept for ``scripts/bench_families.py``); both
     #: give the same arrays, so the same path bit for bit
     compiled_gathers = True
+    #: the margins ``Q a`` and their rates through the factor ``Z`` of ``Q = Z Z^T`` when the
+    #: engine is given one (True), or through ``Q`` (False: the route before it, kept for
+    #: ``scripts/bench_families.py``).  The two round differently, so paths can differ at
+    #: degenerate ties; the tables' committed seeds were checked to reproduce (``docs/outlier_path.md``)
+    factor_products = True
 
-    def __init__(self, Q: Array, y: Array, C: float, theta: float, s: float, tol: float = 1e-9) -> None:
+    def __init__(self, Q: Array, y: Array, C: float, theta: float, s: float, tol: float = 1e-9,
+                 factor: Array | None = None) -> None:
         self.Q = np.ascontiguousarray(Q, dtype=float)
+        #: ``Z`` with ``Q = Z Z^T`` (n x r, r < n: a linear kernel's ``y_i x_i``), or ``None``
+        self.Z = (np.ascontiguousarray(factor, dtype=float)
+                  if factor is not None and self.factor_products else None)
         #: ``Q.T`` in C order: the columns of Q as rows (:func:`take_columns`)
         self.Qt = transpose_for_columns(self.Q)
         self.y = y
@@ -379,6 +391,12 @@ class _Engine:
     def _columns(self, cols: NDArray[np.intp]) -> Array:
         """``Q[:, cols]``."""
         return take_columns(self.Qt, cols) if self.compiled_gathers else self.Q[:, cols]
+
+    def q_dot(self, v: Array) -> Array:
+        """``Q v``: ``Z (Z^T v)`` in O(n r) with a factor, else the O(n^2) product with ``Q``."""
+        if self.Z is None:
+            return self.Q @ v
+        return self.Z @ (self.Z.T @ v)
 
     def active(self) -> NDArray[np.intp]:
         return np.flatnonzero(np.isin(self.st, _ACTIVE))
@@ -455,7 +473,7 @@ class _Engine:
             break
         else:
             raise DegenerateStepError("could not reduce a singular active set")
-        self.m = self.Q @ self.alpha + self.y * self.b
+        self.m = self.q_dot(self.alpha) + self.y * self.b
 
     def bounds(self, A: NDArray[np.intp]) -> tuple[Array, Array]:
         """The box of the active coefficients: E ``[0, C]``, IB ``[C, inf)``, OB ``(-inf, C theta]``."""
@@ -508,7 +526,8 @@ class _Engine:
         self.n_null_moves += 1
 
     def objective(self) -> float:
-        return rsvm_objective(self.alpha, self.b, self.Q, self.y, self.C, self.theta, self.s)
+        return rsvm_objective(self.alpha, self.b, None, self.y, self.C, self.theta, self.s,
+                              Qa=self.q_dot(self.alpha))
 
     def boundary(self) -> NDArray[np.intp]:
         return np.flatnonzero((self.st == IB) | (self.st == OB))
@@ -547,7 +566,10 @@ class _Engine:
         return da, float(sol[-1])
 
     def margin_rate(self, da: Array, db: float) -> Array:
+        """``dm = Q da + y db`` (the columns of the moving coefficients, or through the factor)."""
         nz = np.flatnonzero(da)
+        if self.Z is not None:
+            return self.Z @ (self.Z[nz].T @ da[nz]) + self.y * db
         return self._columns(nz) @ da[nz] + self.y * db
 
     # ----------------------------------------------------------------- events
@@ -774,7 +796,7 @@ class _Engine:
         C = self.C
         self.alpha = alpha.astype(float).copy()
         self.b = float(b)
-        self.m = self.Q @ self.alpha + self.y * self.b
+        self.m = self.q_dot(self.alpha) + self.y * self.b
         self.inl = self.m >= self.s
         tol_a = 1e-8 * C
         st = np.where(self.alpha <= tol_a, R, np.where(self.alpha >= C - tol_a, L, E)).astype(np.int8)
@@ -853,7 +875,7 @@ class _Engine:
         alpha[f] = self.target[f]
         if A.size or abs(float(alpha @ self.y)) > 1e-9 * max(1.0, self.C):
             raise DegenerateStepError("no point can become active (b-move) and the D-step end is infeasible")
-        g = self.Q @ alpha  # margins without b: m = g + y b
+        g = self.q_dot(alpha)  # margins without b: m = g + y b
         lo, hi = -np.inf, np.inf
         st, y, s = self.st, self.y, self.s
         inl_like = (st == L) | ((st == F) & self.inl)
@@ -941,7 +963,7 @@ def _snapshot(eng: _Engine, param: float, kind: str) -> Breakpoint:
     A violation (seen only after a collapse to a near-constant classifier, where many
     margins tie) truncates the path instead of returning a wrong local solution.
     """
-    a, m, C, s = eng.alpha, eng.Q @ eng.alpha + eng.y * eng.b, eng.C, eng.s
+    a, m, C, s = eng.alpha, eng.q_dot(eng.alpha) + eng.y * eng.b, eng.C, eng.s
     tol = 1e-7
     viol = np.where(m > 1 + tol, np.abs(a), 0.0)
     viol = np.maximum(viol, np.where(np.abs(m - 1) <= tol, np.maximum(-a, a - C), 0.0))
@@ -1013,7 +1035,7 @@ def _record(res: OutlierPathResult, bp: Breakpoint) -> None:
 
 def outlier_path_theta(
     K: Array, y: Array, C: float, *, tol: float = 1e-9, max_events: int | None = None,
-    init: tuple[Array, float] | None = None,
+    init: tuple[Array, float] | None = None, factor: Array | None = None,
 ) -> OutlierPathResult:
     """OP-theta (Algorithm 1 with s = 0): the local-solution path for theta from 1 to 0.
 
@@ -1023,6 +1045,9 @@ def outlier_path_theta(
     y : labels in {-1, +1}.
     C : regularization parameter of eq. (1).
     init : optional ``(alpha, b)`` of the standard SVM (otherwise SVC is run).
+    factor : optional ``(n, r)`` matrix ``Z`` with ``K = Z Z^T`` and ``r < n`` (a linear kernel: the
+        training rows).  The margins ``m = Q a + y b`` and their rates are then computed in
+        O(n r) instead of O(n^2); the active systems still use the entries of ``K``.
 
     Returns
     -------
@@ -1035,7 +1060,7 @@ def outlier_path_theta(
     n = len(y)
     max_events = max_events or 50 * n + 1000
     alpha, b = init if init is not None else svm_dual(K, y, C)
-    eng = _Engine(Q, y, C, theta=1.0, s=0.0, tol=tol)
+    eng = _Engine(Q, y, C, theta=1.0, s=0.0, tol=tol, factor=None if factor is None else y[:, None] * factor)
     res = OutlierPathResult("theta", float(C))
 
     def adv(t: float) -> None:
@@ -1066,20 +1091,20 @@ def outlier_path_theta(
 
 def outlier_path_s(
     K: Array, y: Array, C: float, *, tol: float = 1e-9, max_events: int | None = None,
-    init: tuple[Array, float] | None = None,
+    init: tuple[Array, float] | None = None, factor: Array | None = None,
 ) -> OutlierPathResult:
     """OP-s (Algorithm 1 with theta = 0): the local-solution path for s from ``s_init`` to 0.
 
     The C-step is trivial (section 4.3): the solution is constant inside a polytope
     and the next breakpoint is ``s = min_{i in I} y_i f(x_i)``.  Every breakpoint
-    triggers a chain of D-steps.
+    triggers a chain of D-steps.  Parameters as in :func:`outlier_path_theta`.
     """
     y = np.asarray(y, dtype=float)
     Q = np.outer(y, y) * K
     n = len(y)
     max_events = max_events or 50 * n + 1000
     alpha, b = init if init is not None else svm_dual(K, y, C)
-    eng = _Engine(Q, y, C, theta=0.0, s=-np.inf, tol=tol)
+    eng = _Engine(Q, y, C, theta=0.0, s=-np.inf, tol=tol, factor=None if factor is None else y[:, None] * factor)
     res = OutlierPathResult("s", float(C))
     try:
         eng.start(alpha, b)  # every point is an inlier
