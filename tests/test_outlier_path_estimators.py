@@ -93,9 +93,11 @@ def test_smo_shifted_box_matches_slsqp():
 
 
 @settings(max_examples=6, deadline=None)
-@given(seed=st.integers(0, 5000), kind=st.sampled_from(["rbf", "linear"]), theta=st.sampled_from([0.0, 0.4]))
+@given(seed=st.integers(0, 5000), kind=st.sampled_from(["rbf", "linear", "linear_factor"]),
+       theta=st.sampled_from([0.0, 0.4]))
 def test_box_homotopy_matches_slsqp(seed, kind, theta):
-    """The exact warm-started CCCP subproblem solver against SLSQP on the new box."""
+    """The exact warm-started CCCP subproblem solver against SLSQP on the new box (``linear_factor``:
+    a linear kernel whose margins go through ``Z = diag(y) X``)."""
     X, y = make_data(seed, n=18, d=4)
     K = rbf_kernel(X, gamma=0.5) if kind == "rbf" else X @ X.T
     Q = np.outer(y, y) * K
@@ -105,7 +107,8 @@ def test_box_homotopy_matches_slsqp(seed, kind, theta):
     out = m < np.sort(m)[4]  # the 4 smallest margins become the linearisation's outliers
     lo = np.where(out, -C * (1 - theta), 0.0)
     hi = np.where(out, C * theta, C)
-    a, b, _ = box_homotopy(Q, y, a0, b0, np.zeros(len(y)), np.full(len(y), C), lo, hi)
+    Z = y[:, None] * X if kind == "linear_factor" else None
+    a, b, _ = box_homotopy(Q, y, a0, b0, np.zeros(len(y)), np.full(len(y), C), lo, hi, Z=Z)
     res = minimize(
         lambda v: 0.5 * v @ Q @ v - v.sum(), np.clip(a0, lo, hi), jac=lambda v: Q @ v - 1.0,
         bounds=list(zip(lo, hi, strict=True)), constraints=[{"type": "eq", "fun": lambda v: y @ v}],
@@ -200,3 +203,28 @@ def test_bad_configuration_raises():
         CCCP(model_params={"kernel": "linear"}, n_candidates=1).fit(X, y)
     with pytest.raises(ConfigError):
         CSVM(model_params={"kernel": "linear"}, C_grid=[-1.0]).fit(X, y)
+
+
+@pytest.mark.parametrize("method", ["op_theta", "op_s", "cccp_theta", "cccp_s", "csvm"])
+def test_linear_kernel_estimators_through_x_give_the_candidates_through_k(method, monkeypatch):
+    """A linear kernel with 2d < n routes every margin through X (``linear_factor``); with the
+    route switched off the estimators multiply by K: both give the same candidates up to rounding."""
+    from spl_bench.methods.outlier_path import estimators as op_est
+    from spl_bench.methods.outlier_path import path as op_path
+
+    X, y = make_data(11, n=60)
+    mp = {"kernel": "linear", "C": 1.0}
+    kind, _, variant = method.partition("_")
+    make = {"op": lambda: OutlierPath(model_params=mp, variant=variant, C_grid=[0.3, 3.0]),
+            "cccp": lambda: CCCP(model_params=mp, variant=variant, C_grid=[0.3, 3.0], n_candidates=3),
+            "csvm": lambda: CSVM(model_params=mp, C_grid=[0.3, 3.0])}[kind]
+    assert op_path.linear_factor("linear", X) is X and op_path.linear_factor("rbf", X) is None
+    fast = make().fit(X, y)
+    monkeypatch.setattr(op_est, "linear_factor", lambda kernel, X: None)
+    slow = make().fit(X, y)
+    assert [p.keys() for p in fast.candidate_params_] == [p.keys() for p in slow.candidate_params_]
+    np.testing.assert_allclose([list(p.values()) for p in fast.candidate_params_],
+                               [list(p.values()) for p in slow.candidate_params_], rtol=1e-8, atol=1e-10)
+    for a, b in zip(fast.candidate_models_, slow.candidate_models_, strict=True):
+        np.testing.assert_allclose(a.dual_coef, b.dual_coef, rtol=0.0, atol=1e-8)
+        assert a.intercept == pytest.approx(b.intercept, abs=1e-8)

@@ -33,13 +33,16 @@ def exact_solve(M: np.ndarray, r: np.ndarray) -> np.ndarray:
     return np.array([float(A[i][n] / A[i][i]) for i in range(n)])
 
 
-@pytest.mark.parametrize("kind,d,seed", [("rbf", 3, 3), ("linear", 6, 4), ("linear", 2, 5)])
-def test_svm_path_matches_the_polished_svc_at_every_c(kind, d, seed):
+@pytest.mark.parametrize("kind,d,seed,through_x", [("rbf", 3, 3, False), ("linear", 6, 4, False),
+                                                  ("linear", 2, 5, False), ("linear", 6, 4, True),
+                                                  ("linear", 2, 5, True)])
+def test_svm_path_matches_the_polished_svc_at_every_c(kind, d, seed, through_x):
+    """``through_x``: the margins through the linear kernel's factor X (``factor=X``)."""
     X, y = make_data(seed, n=60, d=d)
     K = kernel(X, kind)
     order = [3, 0, 4, 1, 2]  # the result follows the order of Cs, not the sorted one
     Cs = [CS[k] for k in order]
-    for C, (a, b) in zip(Cs, svm_path(K, y, Cs), strict=True):
+    for C, (a, b) in zip(Cs, svm_path(K, y, Cs, factor=X if through_x else None), strict=True):
         f = K @ (a * y) + b
         ref = reference_decision(X, y, C, kind, None)
         assert np.max(np.abs(f - ref)) <= 1e-8 * max(1.0, C), C

@@ -22,7 +22,7 @@ from numba import njit
 from numpy.typing import NDArray
 
 from spl_bench.gaga.core.gather import take_block, transpose_for_columns
-from spl_bench.methods.outlier_path.path import Array, DegenerateStepError, rsvm_objective
+from spl_bench.methods.outlier_path.path import Array, DegenerateStepError, q_product, rsvm_objective
 
 
 def project_feasible(alpha: Array, y: Array, lo: Array, hi: Array) -> Array:
@@ -202,7 +202,7 @@ _LO, _FREE, _HI = 0, 1, 2
 
 def box_homotopy(
     Q: Array, y: Array, alpha: Array, b: float, lo0: Array, hi0: Array, lo1: Array, hi1: Array,
-    max_events: int | None = None,
+    max_events: int | None = None, Z: Array | None = None,
 ) -> tuple[Array, float, int]:
     """Exact solution of the box dual for ``[lo1, hi1]`` from an exact one for ``[lo0, hi0]``.
 
@@ -211,6 +211,8 @@ def box_homotopy(
     points at a bound move with it, free points (margin 1) and ``b`` solve the KKT system,
     and the path changes pieces when a free coefficient meets a bound or a margin reaches 1.
     Returns ``(alpha, b, n_events)``; raises :class:`DegenerateStepError` on a singular system.
+    With ``Z`` (``Q = Z Z^T``, a linear kernel) the margins and their rates are computed through it
+    (:func:`~spl_bench.methods.outlier_path.path.q_product`); the KKT systems use ``Q``'s entries.
     """
     n = len(y)
     alpha = alpha.astype(float).copy()
@@ -245,7 +247,7 @@ def box_homotopy(
             sol = solve(A, rhs)
             alpha[A] = sol[:-1]
             b = float(sol[-1])
-        return Q @ alpha + y * b
+        return q_product(Q, Z, alpha) + y * b
 
     m = refresh()
     eps = 1e-13
@@ -274,7 +276,7 @@ def box_homotopy(
             sol = solve(A, -np.concatenate([take_block(Q, A, nz) @ q[nz], [y[nz] @ q[nz]]]))
             da[A] = sol[:-1]
             db = float(sol[-1])
-        dm = Q @ da + y * db
+        dm = q_product(Q, Z, da) + y * db
         with np.errstate(divide="ignore", invalid="ignore"):
             cand = [
                 (np.where((st == _FREE) & (da - dlo < -eps), (alpha - lo) / (dlo - da), np.inf), _LO),
@@ -324,7 +326,7 @@ class CCCPSolution:
 def cccp(
     Q: Array, y: Array, C: float, theta: float, s: float, alpha0: Array, b0: float,
     tol: float = 1e-8, max_outer: int = 100, box0: tuple[Array, Array] | None = None,
-    solver: str = "homotopy", smo_compiled: bool = True,
+    solver: str = "homotopy", smo_compiled: bool = True, Z: Array | None = None,
 ) -> CCCPSolution:
     """CCCP for eq. (1) at one ``(theta, s)``, started from ``(alpha0, b0)``.
 
@@ -333,7 +335,8 @@ def cccp(
     one (``solver="homotopy"``; on a degenerate system it falls back to SMO) or by
     :func:`smo_box` with gap ``tol`` (``solver="smo"``).  Stops when the linearisation set
     ``O_k`` no longer changes (then the iterate is a fixed point).  ``smo_compiled=False`` runs
-    SMO's numpy pair loop (the same iterates, slower: for benchmarks).
+    SMO's numpy pair loop (the same iterates, slower: for benchmarks).  ``Z``: a factor of
+    ``Q = Z Z^T`` for the margins (:func:`box_homotopy`).
     """
     alpha, b = alpha0.copy(), float(b0)
     n = len(y)
@@ -343,7 +346,7 @@ def cccp(
     n_unconv = 0
     k = 0
     for k in range(1, max_outer + 1):  # noqa: B007
-        m = Q @ alpha + y * b
+        m = q_product(Q, Z, alpha) + y * b
         out = m < s
         if out_prev is not None and np.array_equal(out, out_prev):
             break
@@ -352,7 +355,7 @@ def cccp(
         done = False
         if solver == "homotopy":
             try:
-                alpha, b, it = box_homotopy(Q, y, alpha, b, lo_cur, hi_cur, lo, hi)
+                alpha, b, it = box_homotopy(Q, y, alpha, b, lo_cur, hi_cur, lo, hi, Z=Z)
                 done = True
             except DegenerateStepError:
                 n_unconv += 1  # counted as a fallback
@@ -362,24 +365,25 @@ def cccp(
         n_inner += it
         lo_cur, hi_cur = lo, hi
         out_prev = out
-    obj = rsvm_objective(alpha, b, Q, y, C, theta, s)
+    obj = rsvm_objective(alpha, b, Q, y, C, theta, s, Qa=q_product(Q, Z, alpha))
     return CCCPSolution(theta, s, alpha, b, k, n_inner, obj, n_unconv, lo_cur, hi_cur)
 
 
 def cccp_sequence(
     Q: Array, y: Array, C: float, variant: str, values: Array, alpha0: Array, b0: float,
-    tol: float = 1e-8, solver: str = "homotopy", smo_compiled: bool = True,
+    tol: float = 1e-8, solver: str = "homotopy", smo_compiled: bool = True, Z: Array | None = None,
 ) -> list[CCCPSolution]:
     """CCCP-theta (``s = 0``) or CCCP-s (``theta = 0``) along ``values``, warm-started.
 
-    ``(alpha0, b0)`` must be the exact SVM solution when ``solver="homotopy"``.
+    ``(alpha0, b0)`` must be the exact SVM solution when ``solver="homotopy"``.  ``Z``: as in
+    :func:`cccp`.
     """
     sols: list[CCCPSolution] = []
     a, b = alpha0, b0
     box = None
     for v in values:
         theta, s = (float(v), 0.0) if variant == "theta" else (0.0, float(v))
-        sol = cccp(Q, y, C, theta, s, a, b, tol=tol, box0=box, solver=solver, smo_compiled=smo_compiled)
+        sol = cccp(Q, y, C, theta, s, a, b, tol=tol, box0=box, solver=solver, smo_compiled=smo_compiled, Z=Z)
         sols.append(sol)
         a, b, box = sol.alpha, sol.b, (sol.lo, sol.hi)
     return sols

@@ -22,9 +22,11 @@ from spl_bench.methods.outlier_path.cccp import cccp_sequence
 from spl_bench.methods.outlier_path.path import (
     DegenerateStepError,
     OutlierPathResult,
+    linear_factor,
     outlier_path_s,
     outlier_path_theta,
     polished_svm,
+    q_product,
     svm_dual,
     svm_path,
 )
@@ -65,9 +67,16 @@ class _KernelSVMEstimator(SPLEstimator):
             raise ConfigError("C_grid is empty")
         return [check_positive("C", c) for c in grid]
 
-    def _svm_starts(self, K: Array, y: Array, Cs: list[float]) -> list[tuple[Array, float]]:
+    def _factor(self, X: Array) -> Array | None:
+        """``X`` for a linear kernel of rank ``d < n / 2`` (:func:`linear_factor`): the paths then
+        compute their margins through it."""
+        return linear_factor(self.model_.kernel, X)
+
+    def _svm_starts(self, K: Array, y: Array, Cs: list[float], factor: Array | None = None,
+                    ) -> list[tuple[Array, float]]:
         """The standard SVM for every C: exact by the C-path (``svm_start="path"``, falling back
-        to SVC if the path meets a degenerate step) or scikit-learn's SVC (``"svc"``)."""
+        to SVC if the path meets a degenerate step) or scikit-learn's SVC (``"svc"``).
+        ``factor``: ``X`` with ``K = X X^T`` (:meth:`_factor`), for the C-path's margins."""
         start = getattr(self, "svm_start", "path")
         if start not in ("path", "svc"):
             raise ConfigError(f"svm_start must be 'path' or 'svc', got {start!r}")
@@ -75,7 +84,7 @@ class _KernelSVMEstimator(SPLEstimator):
         if start == "path":
             try:
                 with threadpool_limits(limits=1, user_api="blas"):
-                    return svm_path(K, y, Cs)
+                    return svm_path(K, y, Cs, factor=factor)
             except DegenerateStepError:
                 self.n_start_fallbacks_ = 1
         return [svm_dual(K, y, C) for C in Cs]
@@ -149,15 +158,14 @@ class OutlierPath(_KernelSVMEstimator):
         self.X_fit_, self.y_fit_ = X, y
         K = self._kernel(X)
         run = outlier_path_theta if variant == "theta" else outlier_path_s
-        # a linear kernel K = X X^T of rank d < n / 2: the paths' margins through X, O(n d) a product
-        factor = X if self.model_.kernel == "linear" and 2 * X.shape[1] < X.shape[0] else None
+        factor = self._factor(X)
         self.paths_: list[OutlierPathResult] = []
         models: list[Params] = []
         self.fit_time_ = 0.0
         self.n_fallback_ = 0
         t0 = time.perf_counter()
         Cs = self._C_values()
-        for C, init in zip(Cs, self._svm_starts(K, y, Cs), strict=True):
+        for C, init in zip(Cs, self._svm_starts(K, y, Cs, factor), strict=True):
             # many small dense solves: multi-threaded BLAS only adds overhead (and contention)
             with threadpool_limits(limits=1, user_api="blas"):
                 res = run(K, y, C, tol=self.tol, max_events=self.max_events, init=init, factor=factor)
@@ -272,12 +280,14 @@ class CCCP(_KernelSVMEstimator):
         self.X_fit_, self.y_fit_ = X, y
         K = self._kernel(X)
         Q = np.outer(y, y) * K
+        factor = self._factor(X)
+        Z = None if factor is None else y[:, None] * factor  # Q = Z Z^T
         models: list[Params] = []
         self.n_outer_ = 0
         self.n_unconverged_ = 0
         t0 = time.perf_counter()
         Cs = self._C_values()
-        starts = self._svm_starts(K, y, Cs)
+        starts = self._svm_starts(K, y, Cs, factor)
         exact = self.n_start_fallbacks_ == 0 and getattr(self, "svm_start", "path") == "path"
         for C, start in zip(Cs, starts, strict=True):
             solver = self.solver
@@ -291,10 +301,10 @@ class CCCP(_KernelSVMEstimator):
                         a0, b0 = start
                         solver = "smo"
                         self.n_unconverged_ += 1
-            s_init = float((Q @ a0 + y * b0).min())
+            s_init = float((q_product(Q, Z, a0) + y * b0).min())
             values = cccp_values(variant, int(self.n_candidates), s_init)
             with threadpool_limits(limits=1, user_api="blas"):
-                sols = cccp_sequence(Q, y, C, variant, values, a0, b0, tol=self.tol, solver=solver)
+                sols = cccp_sequence(Q, y, C, variant, values, a0, b0, tol=self.tol, solver=solver, Z=Z)
             for sol in sols:
                 self.candidate_params_.append({"C": C, variant: sol.theta if variant == "theta" else sol.s})
                 models.append(self._params(sol.alpha, sol.b))
@@ -337,7 +347,7 @@ class CSVM(_KernelSVMEstimator):
         models = []
         t0 = time.perf_counter()
         Cs = self._C_values()
-        for C, (a, b) in zip(Cs, self._svm_starts(K, y, Cs), strict=True):
+        for C, (a, b) in zip(Cs, self._svm_starts(K, y, Cs, self._factor(X)), strict=True):
             self.candidate_params_.append({"C": C})
             models.append(self._params(a, b))
         self.fit_time_ = time.perf_counter() - t0

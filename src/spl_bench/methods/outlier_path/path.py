@@ -134,6 +134,18 @@ def ramp_loss(z: Array, theta: float, s: float) -> Array:
     return np.where(z >= s, np.maximum(0.0, 1.0 - z), 1.0 - theta * z - s)
 
 
+def q_product(Q: Array, Z: Array | None, v: Array) -> Array:
+    """``Q v``: with a factor ``Z`` of ``Q = Z Z^T`` (n x r, r < n) as ``Z (Z^T v)``, O(n r);
+    otherwise the O(n^2) product with ``Q``.  The two round differently."""
+    return Q @ v if Z is None else Z @ (Z.T @ v)
+
+
+def linear_factor(kernel: str, X: Array) -> Array | None:
+    """``X`` when ``K = X X^T`` (a linear kernel) has rank below half the rows, so that products
+    through it pay (2 n d against n^2 operations); otherwise ``None``."""
+    return X if kernel == "linear" and 2 * X.shape[1] < X.shape[0] else None
+
+
 def rsvm_objective(alpha: Array, b: float, Q: Array | None, y: Array, C: float, theta: float, s: float,
                    Qa: Array | None = None) -> float:
     """Eq. (1): ``a^T Q a / 2 + C sum_i ell(m_i; theta, s)`` with ``m = Q a + y b`` (``Qa``: ``Q a``
@@ -297,6 +309,7 @@ def polished_svm(K: Array, y: Array, C: float, init: tuple[Array, float] | None 
 
 def svm_path(
     K: Array, y: Array, Cs: list[float] | Array, *, tol: float = 1e-9, max_events: int | None = None,
+    factor: Array | None = None,
 ) -> list[tuple[Array, float]]:
     """Exact standard SVMs for every ``C`` of ``Cs`` by the regularization path in ``C``.
 
@@ -305,14 +318,16 @@ def svm_path(
     same engine as the outlier path: the coefficients at the upper bound move with ``C``,
     the free ones and ``b`` solve the active system.  For a linear kernel at large ``C``
     this replaces a libsvm run of minutes by a fraction of a second, and it gives the
-    exact solution.  Returns ``(alpha, b)`` in the order of ``Cs``.
+    exact solution.  Returns ``(alpha, b)`` in the order of ``Cs``.  ``factor``: as in
+    :func:`outlier_path_theta`.
     """
     y = np.asarray(y, dtype=float)
     Cs = [float(c) for c in Cs]
     order = np.argsort(Cs, kind="stable")
     n = len(y)
     max_events = max_events or 50 * n + 1000
-    eng = _Engine(np.outer(y, y) * K, y, Cs[order[0]], theta=1.0, s=-np.inf, tol=tol)
+    eng = _Engine(np.outer(y, y) * K, y, Cs[order[0]], theta=1.0, s=-np.inf, tol=tol,
+                  factor=None if factor is None else y[:, None] * factor)
     eng.start(*svm_dual(K, y, Cs[order[0]]))
     out: list[tuple[Array, float] | None] = [None] * len(Cs)
     eng.dC = 1.0
@@ -393,10 +408,8 @@ class _Engine:
         return take_columns(self.Qt, cols) if self.compiled_gathers else self.Q[:, cols]
 
     def q_dot(self, v: Array) -> Array:
-        """``Q v``: ``Z (Z^T v)`` in O(n r) with a factor, else the O(n^2) product with ``Q``."""
-        if self.Z is None:
-            return self.Q @ v
-        return self.Z @ (self.Z.T @ v)
+        """``Q v`` (:func:`q_product`: through the factor when the engine has one)."""
+        return q_product(self.Q, self.Z, v)
 
     def active(self) -> NDArray[np.intp]:
         return np.flatnonzero(np.isin(self.st, _ACTIVE))
