@@ -22,6 +22,7 @@ libsvm give-ups differ).
   whose paths are mostly jump points and so ACS warm starts;
 * ``outlier_path_musk``: Outlier-Path (variant s, linear kernel, C 1) on 640 rows of musk (the
   training rows of a 1,600-row subsample under Outlier-Path Table 2's 40 % split), 15 % flipped;
+* ``outlier_path_musk_factor``: the same on 1,320 rows (half the Table 2 cell's training rows);
 * ``cccp_smo_musk``: the CCCP baseline's SMO fallback on a subproblem of the musk cell's size;
 * ``acs_pendigits``: the ACS baseline, RBF kernel, linear SP, on the training rows of run 1 of the
   Table 2 pendigits (20 % noise) cell, first 4 ages: the family where guess-and-check gives up on
@@ -34,7 +35,8 @@ path's products through the dense rows (``dense_rows``) or the split
 (``split_rows``, the default); for the SVM, the trial polishes of the warm starts run all their
 rounds (``full_polish``) or give up once the re-assignment of the sets cycles (``cycle_exit``,
 the default); for Outlier-Path, the engine's active-set gathers by numpy's fancy indexing or compiled
-(the default); for CCCP, the SMO fallback's pair loop in numpy or compiled (the default); for ACS,
+(the default), and the margins through Q or through the linear kernel's factor X (the default); for
+CCCP, the SMO fallback's pair loop in numpy or compiled (the default); for ACS,
 guess-and-check's give-ups taken as libsvm's point or solved exactly at libsvm's sets (the default).
 A route's critical points are compared with the first route's
 (``same_events``: the same count, ages within 1e-8 relative).
@@ -167,26 +169,41 @@ def musk(n: int = 640) -> tuple[np.ndarray, np.ndarray]:
     return X, y
 
 
-def outlier_path_case() -> list[dict]:
-    """Outlier-Path (variant s, linear kernel, C 1) on :func:`musk`'s rows: the engine's active-set gathers
-    by numpy's fancy indexing (``numpy_gathers``) or compiled (``compiled_gathers``, the default)."""
+#: Outlier-Path's routes: (active-set gathers compiled?, margins through the linear kernel's factor X?)
+GATHER_ROUTES = {"numpy_gathers": (False, False), "compiled_gathers": (True, False)}
+FACTOR_ROUTES = {"through_K": (True, False), "through_X": (True, True)}
+
+
+def outlier_path_case(name: str = "outlier_path_musk", n: int = 640,
+                      routes: dict[str, tuple[bool, bool]] = GATHER_ROUTES) -> list[dict]:
+    """Outlier-Path (variant s, linear kernel, C 1) on ``n`` of :func:`musk`'s rows, by each route:
+    the engine's active-set gathers by numpy's fancy indexing (``numpy_gathers``) or compiled
+    (``compiled_gathers``), both with the margins ``Q a`` through Q, bit-identical; or the margins
+    through Q (``through_K``) or through ``Z = diag(y) X`` (``through_X``, the default for a linear
+    kernel with 2d < n), which round differently: ``same_events`` there compares the breakpoints'
+    parameters and coefficients within 1e-8."""
+    from spl_bench.methods.outlier_path import estimators
     from spl_bench.methods.outlier_path.estimators import OutlierPath
     from spl_bench.methods.outlier_path.path import _Engine
 
-    X, y = musk()
+    X, y = musk(n)
     unit = lu_unit(X.shape[1] + 1)
     out, ref = [], None
-    for route, flag in (("numpy_gathers", False), ("compiled_gathers", True)):
+    for route, (compiled, through_x) in routes.items():
         t = time.process_time()
-        with patch.object(_Engine, "compiled_gathers", flag):
+        with (patch.object(_Engine, "compiled_gathers", compiled),
+              patch.object(estimators, "linear_factor", estimators.linear_factor if through_x else lambda k, X: None)):
             est = OutlierPath(model_params={"kernel": "linear", "C": 1.0}, variant="s", C_grid=[1.0]).fit(X, y)
         cpu = time.process_time() - t
         bps = [(bp.param, bp.b, bp.alpha) for p in est.paths_ for bp in p.breakpoints]
         ref = bps if ref is None else ref
-        same = len(bps) == len(ref) and all(a[0] == b[0] and a[1] == b[1] and np.array_equal(a[2], b[2])
-                                            for a, b in zip(bps, ref, strict=True))
+        exact = routes is GATHER_ROUTES
+        same = len(bps) == len(ref) and all(
+            (a[0] == b[0] and a[1] == b[1] and np.array_equal(a[2], b[2])) if exact else
+            (np.isclose(a[0], b[0], rtol=1e-8, atol=1e-10) and np.allclose(a[2], b[2], rtol=0.0, atol=1e-8))
+            for a, b in zip(bps, ref, strict=True))
         n_ev = int(est.run_info()["n_events"])
-        out.append(_row("outlier_path_musk", route, X, cpu, unit, n_ev, same))
+        out.append(_row(name, route, X, cpu, unit, n_ev, same))
     return out
 
 
@@ -303,6 +320,7 @@ CASES = {
     "svm_linear_mfeat": lambda: gaga_case("svm_linear_mfeat", *mfeat(1000), POLISH_ROUTES, model="svm", sp="linear",
                                           kernel="linear", C=0.4),
     "outlier_path_musk": outlier_path_case,
+    "outlier_path_musk_factor": lambda: outlier_path_case("outlier_path_musk_factor", 1320, FACTOR_ROUTES),
     "cccp_smo_musk": cccp_smo_case,
     "acs_pendigits": acs_pendigits_case,
 }
