@@ -116,13 +116,13 @@ def test_an_unreadable_checkpoint_is_ignored(tmp_path):
     assert not saved.exists()
 
 
-def test_an_option_added_later_keeps_the_key_at_its_default():
-    """``acs_warm_extrapolate`` at its default leaves the key that the options had before it existed
-    (so older checkpoints resume); set, it gives another key."""
+def test_an_option_added_later_keeps_the_key_at_its_earlier_behaviour():
+    """``acs_warm_extrapolate`` off (what the engine did before the option existed) leaves the key that
+    the options had then, so older checkpoints resume with it; on (the default now), another key."""
     X, y = np.eye(3), np.ones(3)
     before = [(f.name, f.type, dataclasses.field(default=f.default)) for f in dataclasses.fields(EngineOptions)
               if f.name != "acs_warm_extrapolate"]
     old = dataclasses.make_dataclass("EngineOptions", before)()
     key_old = checkpoint_key(X, y, {}, old, _RUN_ONLY_OPTIONS)
-    assert checkpoint_key(X, y, {}, EngineOptions(), _RUN_ONLY_OPTIONS) == key_old
-    assert checkpoint_key(X, y, {}, EngineOptions(acs_warm_extrapolate=True), _RUN_ONLY_OPTIONS) != key_old
+    assert checkpoint_key(X, y, {}, EngineOptions(acs_warm_extrapolate=False), _RUN_ONLY_OPTIONS) == key_old
+    assert checkpoint_key(X, y, {}, EngineOptions(), _RUN_ONLY_OPTIONS) != key_old

@@ -438,7 +438,8 @@ def test_acs_fits_warm_started_by_extrapolation_give_the_same_path(sp, lam_min, 
     import spl_bench.gaga.core.warm as warm
 
     X, y = _noisy_cancer(150)
-    ref = _path(X, y, sp, lam_min)
+    ref = age_path(X, y, "logistic", sp, lam_range=(lam_min, 3.0), C=1.0,
+                   options=EngineOptions(acs_warm_extrapolate=False))
     starts = []
     orig = warm.acs_step
 

@@ -21,7 +21,7 @@ import json
 import os
 import pickle
 import warnings
-from dataclasses import asdict, fields
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +31,9 @@ from spl_bench.gaga.core.path import _jsonable
 
 #: bumped when the tracker's state changes shape: older checkpoints are then ignored
 FORMAT = 1
-#: engine options in the key only when not at their default (added after checkpoints were written)
-KEY_ONLY_WHEN_SET = ("acs_warm_extrapolate",)
+#: engine options added after checkpoints were written, with the value that computes what the engine
+#: computed before them: in the key only at another value, so that those checkpoints resume with it
+KEY_ONLY_WHEN_SET = {"acs_warm_extrapolate": False}
 
 
 def checkpoint_key(X: np.ndarray, y: np.ndarray, inputs: dict[str, Any], options: Any,
@@ -44,10 +45,9 @@ def checkpoint_key(X: np.ndarray, y: np.ndarray, inputs: dict[str, Any], options
         a = np.ascontiguousarray(a)
         h.update(str((a.shape, a.dtype.str)).encode())
         h.update(a.tobytes())
-    defaults = {f.name: f.default for f in fields(options)}
-    # options added after checkpoints existed count only when set, so those checkpoints still resume
+    # options added after checkpoints existed count only away from their earlier behaviour
     opts = {k: v for k, v in asdict(options).items()
-            if k not in run_only and not (k in KEY_ONLY_WHEN_SET and v == defaults[k])}
+            if k not in run_only and not (k in KEY_ONLY_WHEN_SET and v == KEY_ONLY_WHEN_SET[k])}
     h.update(json.dumps({"inputs": inputs, "options": opts, "format": FORMAT}, sort_keys=True,
                         default=_jsonable).encode())
     return h.hexdigest()[:24]

@@ -38,9 +38,9 @@ class EngineOptions:
     # warm-start each ACS step's v-weighted fit at the linear extrapolation 2 w_t - w_{t-1} of the
     # last two iterates instead of w_t, where the fit's minimiser is unique (smooth GLM fits): the
     # same ACS iterates to the fit's tolerance, fewer Newton steps (the cell proxy of Tables 5-6,
-    # bench_families: 280 -> 229 CPU-s, the same 45 critical points, ages within 4e-9).  Off until
-    # the table cells that take it are checked against their committed seeds
-    acs_warm_extrapolate: bool = False
+    # bench_families: 280 -> 229 CPU-s, the same 45 critical points, ages within 4e-9).  Seed 0 of
+    # every GAGA cell that takes it (logistic, Tables 5-6) reproduces its committed values with it
+    acs_warm_extrapolate: bool = True
     # SVM ACS steps by the exact warm-started active-set solver (svm.inner.WeightedSVMDual), libsvm
     # when it gives up; False: libsvm for every step
     svm_active_set: bool = True
