@@ -141,8 +141,8 @@ def q_product(Q: Array, Z: Array | None, v: Array) -> Array:
 
 
 def linear_factor(kernel: str, X: Array) -> Array | None:
-    """``X`` when ``K = X X^T`` (a linear kernel) has rank below half the rows, so that products
-    through it pay (2 n d against n^2 operations); otherwise ``None``."""
+    """``X`` when ``K = X X^T`` (a linear kernel) and ``X`` has fewer than half as many columns as
+    rows, so that products through it pay (2 n d against n^2 operations); otherwise ``None``."""
     return X if kernel == "linear" and 2 * X.shape[1] < X.shape[0] else None
 
 
@@ -360,7 +360,7 @@ class _Engine:
     #: the margins ``Q a`` and their rates through the factor ``Z`` of ``Q = Z Z^T`` when the
     #: engine is given one (True), or through ``Q`` (False: the route before it, kept for
     #: ``scripts/bench_families.py``).  The two round differently, so paths can differ at
-    #: degenerate ties; the tables' committed seeds were checked to reproduce (``docs/outlier_path.md``)
+    #: degenerate ties (Table 2's committed seeds, rerun with it: ``docs/outlier_path.md``)
     factor_products = True
 
     def __init__(self, Q: Array, y: Array, C: float, theta: float, s: float, tol: float = 1e-9,
