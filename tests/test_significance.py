@@ -143,3 +143,30 @@ def test_findings_count_the_lines_and_their_significant_winners(tmp_path):
     assert "| honest: age on a validation split | GAGA | MOSPL | 1 |" in page
     assert "| honest: age on a validation split | ACS | Original | 1 | 1 | 1 | 1 | 0 |" in page
     assert "| authors' whole protocol" not in page  # no rows of that variant: no line of it
+
+
+_CD_SCRIPT = """
+import sys
+import numpy as np, pandas as pd
+from pathlib import Path
+from spl_bench.report import significance as sig
+rng = np.random.default_rng(5)
+means = pd.DataFrame(rng.normal(size=(12, 6)) + 0.25 * np.arange(6), columns=list("abcdef"))
+sig.cd_figure({"validation": sig.rank_test(means, higher_better=False)}, "T", Path(sys.argv[1]))
+"""
+
+
+def test_the_critical_difference_figure_has_the_same_bytes_whatever_the_hash_seed(tmp_path):
+    """Two processes with differently salted string hashes draw the same PNG (scikit-posthocs draws
+    its crossbars through sets of method names; several crossbars overlap in these ranks)."""
+    import os
+    import subprocess
+    import sys
+
+    out = []
+    for seed in ("0", "1", "2"):
+        png = tmp_path / f"cd_{seed}.png"
+        env = {**os.environ, "PYTHONHASHSEED": seed, "MPLBACKEND": "Agg"}
+        subprocess.run([sys.executable, "-c", _CD_SCRIPT, str(png)], check=True, env=env)
+        out.append(png.read_bytes())
+    assert out[0] == out[1] == out[2]

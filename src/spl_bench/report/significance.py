@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import warnings
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,6 +160,17 @@ def rank_test(means: pd.DataFrame, higher_better: bool) -> RankTest | None:
     return RankTest(len(complete), float(stat), float(p), ranks, nem)
 
 
+class _StableLabel(str):
+    """A method's name with a hash that does not depend on ``PYTHONHASHSEED``.  scikit-posthocs
+    draws each crossbar through the points of a set of labels, in the set's order; with ``str``'s
+    salted hash that order, and so the PNG's bytes, changed from one process to the next."""
+
+    __slots__ = ()
+
+    def __hash__(self) -> int:
+        return zlib.crc32(self.encode())
+
+
 def cd_figure(tests: dict[str, RankTest], title: str, path: Path) -> Path:
     """The critical-difference diagram of each selection rule (one panel each) to ``path``."""
     import matplotlib
@@ -169,9 +181,14 @@ def cd_figure(tests: dict[str, RankTest], title: str, path: Path) -> Path:
 
     fig, axes = plt.subplots(len(tests), 1, figsize=(7.5, 1.9 * len(tests) + 0.4), squeeze=False)
     methods = sorted({m for rt in tests.values() for m in rt.ranks.index})
-    colours = {m: f"C{i % 10}" for i, m in enumerate(methods)}  # one colour per method in every panel
+    stable = {m: _StableLabel(m) for m in methods}  # (the same labels in every set: one hash)
+    colours = {stable[m]: f"C{i % 10}" for i, m in enumerate(methods)}  # one colour per method in every panel
     for ax, (label, rt) in zip(axes[:, 0], tests.items(), strict=True):
-        sph.critical_difference_diagram(rt.ranks, rt.nemenyi, ax=ax, alpha=ALPHA, color_palette=colours)
+        idx = pd.Index([stable[m] for m in rt.ranks.index], dtype=object)
+        ranks = pd.Series(rt.ranks.to_numpy(), index=idx)
+        cols = pd.Index([stable[m] for m in rt.nemenyi.columns], dtype=object)
+        nemenyi = pd.DataFrame(rt.nemenyi.to_numpy(), index=cols, columns=cols)
+        sph.critical_difference_diagram(ranks, nemenyi, ax=ax, alpha=ALPHA, color_palette=colours)
         test, post = ("Friedman", "Nemenyi") if rt.test == "friedman" else ("Wilcoxon", "Wilcoxon")
         ax.set_title(f"{label}: {test} p = {rt.p_value:.3g} over {rt.n_lines} rows; bars join methods "
                      f"not different at {ALPHA:g} ({post})", fontsize=8)  # fmt: skip
