@@ -458,3 +458,45 @@ def test_acs_fits_warm_started_by_extrapolation_give_the_same_path(sp, lam_min, 
     grid = np.linspace(lam_min + 0.01, 2.99, 150)
     (a, b), (a0, b0) = new.at(grid), ref.at(grid)
     assert np.abs(a - a0).max() <= 1e-7 * (1 + np.abs(a0).max()) and np.abs(b - b0).max() <= 1e-7
+
+
+def test_newton_step_check_keeps_the_refits_quadratic(monkeypatch):
+    """``GLMDesign.newton_step_check``: chained refits from the ``v = 1`` fit to weights with more and
+    more zeros (MOSPL's refit chain) on 300 standardised columns, each refined on the last fit's
+    Hessian.  The refined solves' own test is relative to the size of the summed terms, far above
+    ``|g|`` here, so their steps are loose and Newton creeps (many damped steps).  With the check each
+    step meets ``|H s + g| <= forcing |g|`` or is solved with the Hessian: the same optimum as
+    scikit-learn's (1e-7), in far fewer steps."""
+    import spl_bench.gaga.glm.design as design
+
+    rng0 = np.random.default_rng(0)
+    n, d = 400, 300
+    X = rng0.normal(size=(n, d))
+    X = (X - X.mean(0)) / X.std(0)
+    y = np.where(X[:, :5].sum(1) + 2.0 * rng0.normal(size=n) > 0, 1.0, -1.0)
+    model = get_model("logistic", C=1.0)
+    orig = design.GLMDesign._damped_step
+    steps = [0]
+
+    def counted(*a, **k):
+        steps[0] += 1
+        return orig(*a, **k)
+
+    monkeypatch.setattr(design.GLMDesign, "_damped_step", staticmethod(counted))
+    totals = {}
+    for check in (False, True):
+        monkeypatch.setattr(GLMSystem, "newton_step_check", check)
+        system = GLMSystem(model, get_sp("linear"), X, y)
+        system.refine_min_dim = 1
+        rng = np.random.default_rng(1)
+        warm = model.fit_weighted(X, y, np.ones(n))
+        steps[0] = 0
+        for k in range(5):
+            v = rng.random(n)
+            v[rng.random(n) < 0.1 * k] = 0.0
+            if check:
+                warm = assert_newton_fit_equals_the_models(system, model, X, y, v, warm)
+            else:
+                warm = system.newton_fit(v, warm) or model.fit_weighted(X, y, v, warm=warm)
+        totals[check] = steps[0]
+    assert totals[True] <= 60 and 2 * totals[True] < totals[False], totals
