@@ -497,3 +497,34 @@ def test_refit_solver_option_from_config():
         cfg = compose("config", overrides=["method=mospl", "method.refit_solver=model"])
         assert estimator_factory(cfg)().refit_solver == "model"
     assert MOSPL().refit_solver == "exact"
+
+
+def test_logistic_exact_refits_on_many_columns_check_their_newton_steps(monkeypatch):
+    """On 420 standardised columns and 600 rows the chained logistic refits take GAGA's refined
+    Newton (``ExactGLMFits``) with ``newton_step_check`` on (their warm starts are the previous
+    Pareto point's fit, far from the answer): the steps are checked, only refits without both
+    classes among their live rows fall back to the model's solver, and the refits equal the model
+    solver's from the evolved parameters."""
+    from spl_bench.gaga.glm.design import GLMDesign
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(700, 420))
+    X = (X - X.mean(0)) / X.std(0)
+    y = np.where(X[:, :6].sum(1) + 2.0 * rng.normal(size=700) > 0, 1.0, -1.0)
+    Xt, yt = X[:600], y[:600]
+    fits, used = make_inner_solver("hybrid", get_model("logistic", C=1.0), Xt, yt, distant_starts=True)
+    assert used == "exact" and fits.design.newton_step_check
+    checked = []
+    orig = GLMDesign._newton_step_ok
+
+    def counting(self, *a):
+        checked.append(orig(self, *a))
+        return checked[-1]
+
+    monkeypatch.setattr(GLMDesign, "_newton_step_ok", counting)
+    ex, ref = _both_refits("logistic", {"C": 1.0}, Xt, yt, pop_size=12, n_gen=6)
+    info = ex.run_info()
+    degenerate = sum(np.unique(yt[v > 0]).size < 2 for v in ex.front_v_)
+    assert info["refit_solver"] == "exact" and info["refit_fits"] >= 10
+    assert info["refit_fallbacks"] == degenerate and len(checked) > 0
+    _assert_same_refits(ex, ref, Xt, X[600:], y[600:], 1e-6)

@@ -64,11 +64,14 @@ class WeightedFits(Protocol):
     def kkt_violation(self, params: Params, X: Array, y: Array, v: Array) -> float: ...
 
 
-def make_inner_solver(name: str, model: Model, X: Array, y: Array) -> tuple[WeightedFits, str]:
+def make_inner_solver(name: str, model: Model, X: Array, y: Array, distant_starts: bool = False,
+                      ) -> tuple[WeightedFits, str]:
     """The inner solver ``name`` for ``model`` on the training rows ``(X, y)``, and the
     name of the solver actually used (``exact`` falls back to ``model`` for a smooth GLM, the
     logistic regression, with fewer than ``GLMDesign.refine_min_dim`` unknowns: its Newton-Cholesky
-    is exact there and no faster route exists)."""
+    is exact there and no faster route exists).  ``distant_starts``: the fits' warm starts are far
+    from their answers (MOSPL's refit chain), so the smooth GLM fits check each refined Newton step
+    against the gradient (``GLMDesign.newton_step_check``)."""
     if name not in INNER_SOLVERS:
         raise ConfigError(f"ACS inner_solver must be one of {INNER_SOLVERS}, got {name!r}")
     if name in ("exact", "hybrid"):
@@ -77,7 +80,7 @@ def make_inner_solver(name: str, model: Model, X: Array, y: Array) -> tuple[Weig
         if isinstance(model, LassoModel):
             return ExactLassoFits(model, X, y), "exact"
         if isinstance(model, GLMModel) and GLMDesign(model, X, y).newton_fit_applies():
-            return ExactGLMFits(model, X, y), "exact"
+            return ExactGLMFits(model, X, y, step_check=distant_starts), "exact"
     return model, "model"
 
 
@@ -288,12 +291,15 @@ class ExactGLMFits(_ModelMeasures):
     conjugate gradients on the Cholesky factor of an earlier Hessian, instead of forming and
     factorising the Hessian at every step); the model's solver where it does not apply (no warm
     start, degenerate weights) or does not converge.  Losses and KKT checks are the model's.
+    ``step_check``: each refined Newton step is tested against the gradient
+    (``GLMDesign.newton_step_check``), for fits whose warm starts are far from their answers.
     """
 
-    def __init__(self, model: GLMModel, X: Array, y: Array) -> None:
+    def __init__(self, model: GLMModel, X: Array, y: Array, step_check: bool = False) -> None:
         self.model = model
         self.X = X
         self.design = GLMDesign(model, X, y)
+        self.design.newton_step_check = step_check
         self.n_fits = 0
         self.n_fallbacks = 0
 

@@ -426,7 +426,8 @@ class MOSPL(SPLEstimator):
             # "hybrid": an RBF refit whose guess-and-check gives up is libsvm's point, as in the
             # committed rows (ACS now solves libsvm's sets exactly there; for MOSPL that would
             # change its RBF rows, ~130 such refits per pendigits run)
-            fits, used = make_inner_solver("hybrid", model, X, y)
+            # (distant_starts: consecutive refits' weights differ much more than ACS iterates')
+            fits, used = make_inner_solver("hybrid", model, X, y, distant_starts=True)
             self.refit_solver_used_ = "exact" if used == "hybrid" else used
             models = refit_chain(fits, X, y, V, refit_order(V), full, done=refitted)
             self.refit_info_ = solver_info(fits)

@@ -58,10 +58,9 @@ class GLMDesign:
     #: solves' own test is relative to the larger of ``|g|`` and the summed terms' size, which on
     #: many standardised columns (hiva, 1,617) is 60-600 times ``|g|``: steps with residuals near
     #: ``|g|`` pass, Newton converges linearly and gives up after ``max_iter`` (MOSPL's refits then
-    #: fall back to the model's solver, 89 of 148 on Table 5 hiva).  Off: the route of the
-    #: committed rows (the answers to the fits' tolerance are the same; the refits that fell back
-    #: are the model solver's, which on switching move to this tolerance, so committed seeds must
-    #: be checked before it is the default)
+    #: fall back to the model's solver, 89 of 148 on Table 5 hiva).  Off by default: GAGA's and the
+    #: ACS baseline's fits start next to their answers; MOSPL's refits switch it on
+    #: (``make_inner_solver(distant_starts=True)``)
     newton_step_check = False
     #: this many columns or more: ``Phi^T diag(D) Phi`` by BLAS ``syrk`` (:func:`weighted_gram`);
     #: fewer: one general product (``syrk``'s two passes and the mirroring cost more there)
