@@ -21,6 +21,7 @@ without those batches.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -395,9 +396,22 @@ class DaskBackend(_HostBackend):
                 if not self._host_alive(j):
                     raise self._lost(j, "it left the cluster") from None
             except OSError as e:  # the client lost its connection to the actor's worker
-                if self._host_alive(j):
+                if not self._gone_within(j, self.LOST_GRACE):
                     raise
                 raise self._lost(j, f"{type(e).__name__}: {e}") from None
+
+    #: seconds a failed connection to an actor's worker waits for the scheduler to report the worker
+    #: gone (the client can fail to reach a killed worker before the scheduler has noticed its death)
+    LOST_GRACE = 5.0
+
+    def _gone_within(self, j: int, seconds: float) -> bool:
+        """Whether host ``j``'s worker is reported gone within ``seconds`` (polled every 0.1 s)."""
+        end = time.monotonic() + seconds
+        while self._host_alive(j):
+            if time.monotonic() >= end:
+                return False
+            time.sleep(0.1)
+        return True
 
     def _host_alive(self, j: int) -> bool:
         """Host ``j``'s worker is still in the cluster and its actor still exists there."""
