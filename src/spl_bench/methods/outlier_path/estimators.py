@@ -26,6 +26,7 @@ from spl_bench.methods.outlier_path.path import (
     outlier_path_s,
     outlier_path_theta,
     polished_svm,
+    q_factor,
     q_product,
     svm_dual,
     svm_path,
@@ -281,7 +282,7 @@ class CCCP(_KernelSVMEstimator):
         K = self._kernel(X)
         Q = np.outer(y, y) * K
         factor = self._factor(X)
-        Z = None if factor is None else y[:, None] * factor  # Q = Z Z^T
+        Z = q_factor(y, factor)  # Q = Z Z^T
         models: list[Params] = []
         self.n_outer_ = 0
         self.n_unconverged_ = 0

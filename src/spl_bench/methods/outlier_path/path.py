@@ -140,6 +140,11 @@ def q_product(Q: Array, Z: Array | None, v: Array) -> Array:
     return Q @ v if Z is None else Z @ (Z.T @ v)
 
 
+def q_factor(y: Array, factor: Array | None) -> Array | None:
+    """``Z = diag(y) factor``, so that ``Q = Z Z^T`` when ``K = factor factor^T``; ``None`` without one."""
+    return None if factor is None else y[:, None] * factor
+
+
 def linear_factor(kernel: str, X: Array) -> Array | None:
     """``X`` when ``K = X X^T`` (a linear kernel) and ``X`` has fewer than half as many columns as
     rows, so that products through it pay (2 n d against n^2 operations); otherwise ``None``."""
@@ -327,7 +332,7 @@ def svm_path(
     n = len(y)
     max_events = max_events or 50 * n + 1000
     eng = _Engine(np.outer(y, y) * K, y, Cs[order[0]], theta=1.0, s=-np.inf, tol=tol,
-                  factor=None if factor is None else y[:, None] * factor)
+                  factor=q_factor(y, factor))
     eng.start(*svm_dual(K, y, Cs[order[0]]))
     out: list[tuple[Array, float] | None] = [None] * len(Cs)
     eng.dC = 1.0
@@ -1073,7 +1078,7 @@ def outlier_path_theta(
     n = len(y)
     max_events = max_events or 50 * n + 1000
     alpha, b = init if init is not None else svm_dual(K, y, C)
-    eng = _Engine(Q, y, C, theta=1.0, s=0.0, tol=tol, factor=None if factor is None else y[:, None] * factor)
+    eng = _Engine(Q, y, C, theta=1.0, s=0.0, tol=tol, factor=q_factor(y, factor))
     res = OutlierPathResult("theta", float(C))
 
     def adv(t: float) -> None:
@@ -1117,7 +1122,7 @@ def outlier_path_s(
     n = len(y)
     max_events = max_events or 50 * n + 1000
     alpha, b = init if init is not None else svm_dual(K, y, C)
-    eng = _Engine(Q, y, C, theta=0.0, s=-np.inf, tol=tol, factor=None if factor is None else y[:, None] * factor)
+    eng = _Engine(Q, y, C, theta=0.0, s=-np.inf, tol=tol, factor=q_factor(y, factor))
     res = OutlierPathResult("s", float(C))
     try:
         eng.start(alpha, b)  # every point is an inlier
