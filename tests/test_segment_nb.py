@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from spl_bench.gaga import age_path
 from spl_bench.gaga.core.tracker import EngineOptions
 from spl_bench.gaga.glm import segment_nb
+from spl_bench.gaga.glm.segment_nb import call_typed
 from spl_bench.gaga.systems import make_system
 from spl_bench.models import Params, get_model
 from spl_bench.sp import get_sp
@@ -75,16 +76,43 @@ def test_residual_jacobians_and_events_match_the_glm_system(name, params):
     kind, p = sp.compiled_kernels()
     lev, code = model.penalty.level(len(y)), sysm.code
     theta = sysm.theta()
-    F = segment_nb.residual(XL, yL, cL, lev * sign_A, theta, lam, kind, p)
+    F = call_typed(segment_nb.residual, XL, yL, cL, lev * sign_A, theta, lam, kind, p)
     assert np.allclose(F, sysm.residual(theta, lam), rtol=1e-12, atol=1e-12)
-    J, Jl = segment_nb.jacobians(XL, yL, cL, theta, lam, kind, p)
+    J, Jl = call_typed(segment_nb.jacobians, XL, yL, cL, theta, lam, kind, p)
     J0, Jl0 = sysm.jacobians(theta, lam)
     assert np.allclose(J, J0, rtol=1e-12, atol=1e-10) and np.allclose(Jl, Jl0, rtol=1e-12, atol=1e-12)
-    h = segment_nb.events(XA, XI, y, code, sign_A, acols, icols, lev, theta, lam, kind, p)
+    h = call_typed(segment_nb.events, XA, XI, y, code, sign_A, acols, icols, lev, theta, lam, kind, p)
     h0 = sysm.events(theta, lam)
     assert np.array_equal(np.isinf(h), np.isinf(h0))
     fin = np.isfinite(h0)
     assert np.allclose(h[fin], h0[fin], rtol=1e-12, atol=1e-12)
+
+
+def test_cached_kernels_see_the_regularizer_only_as_a_function_type():
+    """No compiled function of the follower holds an overload typed by dispatcher objects: such an
+    overload is saved to numba's index in every process and never matched again (the index grows
+    until its stale types raise "underlying object has vanished").  The tests above have run
+    them in this process through ``call_typed``; a direct call with ``sp.compiled_kernels()``
+    would show here."""
+    from numba.core.registry import CPUDispatcher
+
+    from spl_bench.gaga.glm import events_nb, lasso_nb
+
+    X, y = _diabetes(n=30, d=4, seed=1)
+    sp = get_sp("linear")
+    sysm = make_system(get_model("lasso", alpha=0.01), sp, X, y)
+    sysm.init_from(Params(coef=np.zeros(4)), 1.0)
+    _, _, _, _, XL, yL, cL, _ = segment_nb._sets(X, y, sysm.active, sysm.code, sysm.sign)
+    kind, p = sp.compiled_kernels()
+    call_typed(segment_nb.jacobians, XL, yL, cL, sysm.theta(), 1.0, kind, p)
+    seen = 0
+    for mod in (segment_nb, lasso_nb, events_nb):
+        for name, fn in vars(mod).items():
+            if isinstance(fn, CPUDispatcher) and fn.__module__ == mod.__name__:
+                for sig in fn.signatures:
+                    seen += 1
+                    assert not any("Dispatcher" in str(t) for t in sig), (name, sig)
+    assert seen > 0
 
 
 @settings(max_examples=40, deadline=None)
@@ -215,15 +243,16 @@ def test_refined_tangent_is_the_factorised_one(name, params):
     acols, _, _, _, XL, yL, cL, _ = segment_nb._sets(X, y, sysm.active, sysm.code, sysm.sign)
     kind, p = sp.compiled_kernels()
     w = sysm.theta()
-    J_near, _ = segment_nb.jacobians(XL, yL, cL, w + 1e-5, lam + 1e-5, kind, p)
+    J_near, _ = call_typed(segment_nb.jacobians, XL, yL, cL, w + 1e-5, lam + 1e-5, kind, p)
     LU, perm, sign, ok = segment_nb.lu_factor(J_near)
     assert ok
-    full, _, _, sign_full, _, nf_full = segment_nb.tangent(XL, yL, cL, w, lam, kind, p, LU, perm, sign, False)
-    ref, _, _, sign_ref, ok_ref, nf_ref = segment_nb.tangent(XL, yL, cL, w, lam, kind, p, LU, perm, sign, True)
+    tangent = segment_nb.tangent
+    full, _, _, sign_full, _, nf_full = call_typed(tangent, XL, yL, cL, w, lam, kind, p, LU, perm, sign, False)
+    ref, _, _, sign_ref, ok_ref, nf_ref = call_typed(tangent, XL, yL, cL, w, lam, kind, p, LU, perm, sign, True)
     assert nf_full == 1 and ok_ref and nf_ref == 0 and sign_ref == sign_full
     assert np.allclose(ref, full, rtol=1e-9, atol=1e-10 * np.abs(full).max())
     LUm, permm, sign_m, _ = segment_nb.lu_factor(-J_near)  # every eigenvalue of J_near^-1 J flipped
-    _, _, sign_back, _, nf_back = segment_nb.tangent(XL, yL, cL, w, lam, kind, p, LUm, permm, sign_m, True)[1:]
+    _, _, sign_back, _, nf_back = call_typed(tangent, XL, yL, cL, w, lam, kind, p, LUm, permm, sign_m, True)[1:]
     assert nf_back == 1 and sign_back == sign_full
 
 

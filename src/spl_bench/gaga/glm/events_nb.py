@@ -8,6 +8,9 @@ the lasso: ``sign_j w_j`` of an active feature, ``1 - |g_j| / (n alpha)`` of an 
 :func:`locate` finds the first crossing inside an accepted step on the *projected* path:
 a scan of the step's cubic Hermite interpolant for the first sign change, secant steps from
 the raw root, then regula falsi (Illinois) on a bracket.
+
+The regularizer's kernels ``kind`` have the type :data:`spl_bench.gaga.glm.segment_nb.KERNELS`;
+from Python, call these functions through :func:`spl_bench.gaga.glm.segment_nb.call_typed`.
 """
 
 from __future__ import annotations

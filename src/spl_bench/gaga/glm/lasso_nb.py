@@ -13,7 +13,9 @@ the samples not in D and ``v*`` the regularizer's closed form on M (1 on E).  It
 
 ``kind`` is the pair of the regularizer's kernels ``(mixed, thresholds)`` and ``p`` its
 parameter (:meth:`spl_bench.sp.base.SPRegularizer.compiled_kernels`): this module holds no
-formula of a regularizer or of the loss.
+formula of a regularizer or of the loss.  ``kind`` has the first-class function type
+:data:`spl_bench.gaga.glm.segment_nb.KERNELS`; from Python, call these functions through
+:func:`spl_bench.gaga.glm.segment_nb.call_typed` (the reason is beside ``KERNELS``).
 """
 
 from __future__ import annotations

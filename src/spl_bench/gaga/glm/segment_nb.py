@@ -42,8 +42,10 @@ module, one that does not is followed on the reference route.
 
 from __future__ import annotations
 
+import functools
 import warnings
 
+import numba
 import numpy as np
 from numba import njit, types
 from numba.core.errors import NumbaExperimentalFeatureWarning
@@ -69,8 +71,31 @@ MAX_HALVINGS = 6
 #: bounds of the factor of the next step size
 GROW, SHRINK = 2.0, 0.5
 
-#: numba type of ``kind``: the regularizer's kernels ``(mixed, thresholds)``
+#: numba type of ``kind``: the regularizer's kernels ``(mixed, thresholds)``.  Every cached
+#: function here, in lasso_nb and in events_nb sees ``kind`` only with this type: a tuple of
+#: dispatchers passed from Python would be typed per dispatcher object, whose identity differs in
+#: every process, so each process would add an overload to numba's on-disk index that no later one
+#: matches; the index grows, and its stale dispatcher types end in "underlying object has
+#: vanished" (numba issues 2956, 9348).  Python callers go through :func:`follow` or
+#: :func:`call_typed`.
 KERNELS = types.Tuple((types.FunctionType(MIXED_KERNEL), types.FunctionType(THRESHOLDS_KERNEL)))
+
+
+def call_typed(fn, *args):
+    """``fn(*args)`` for a compiled function of this package called from Python with the
+    regularizer's kernels (a tuple in ``args``) typed as :data:`KERNELS`, as :func:`follow`
+    calls it; the other arguments keep their own numba types.
+
+    The entry point is compiled for those types and kept (not cached on disk); what it calls is
+    cached under the same signatures the path follower uses.
+    """
+    sig = tuple(KERNELS if isinstance(a, tuple) else numba.typeof(a) for a in args)
+    return _typed_entry(fn, sig)(*args)
+
+
+@functools.cache
+def _typed_entry(fn, sig):
+    return njit(sig)(fn.py_func)
 
 
 @njit(cache=True)
