@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import spl_bench._blas_kernel  # noqa: F401  (first: it sets OpenBLAS's kernel family before numpy loads)
+
 import os
 from pathlib import Path
 

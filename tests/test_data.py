@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spl_bench.data import available_datasets, binarize, inject_noise, load_dataset, n_corrupted
+from spl_bench.data import available_datasets, binarize, has_local_copy, inject_noise, load_dataset, n_corrupted
 from spl_bench.data.loaders import frame_to_arrays
 from spl_bench.errors import ConfigError, DataError
 
@@ -75,6 +75,15 @@ def test_max_rows_thins_after_the_label_coding(tmp_path):
     for bad in (0, -3, 2.5, "10", True):
         with pytest.raises(ConfigError, match="max_rows"):
             load_dataset({**spec, "max_rows": bad}, tmp_path)
+
+
+def test_has_local_copy_is_whether_load_dataset_reads_without_a_download(tmp_path):
+    spec = {"name": "toy", "task": "regression", "source": "local", "file": "toy.csv.gz", "openml_id": 1}
+    assert not has_local_copy(spec, tmp_path)
+    write_csv(tmp_path / "toy.csv.gz", np.ones((3, 2)), np.arange(3.0))
+    assert has_local_copy(spec, tmp_path)
+    assert not has_local_copy({**spec, "source": "openml"}, tmp_path)  # downloaded even with the file here
+    assert has_local_copy({"name": "diabetes", "task": "regression", "source": "sklearn"}, tmp_path)
 
 
 def test_missing_file_says_where_to_put_it(tmp_path):

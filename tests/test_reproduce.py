@@ -157,6 +157,13 @@ def test_plan_prefers_todays_re_timings_and_scales_their_family(tmp_path):
     assert rp.retimed_ratios(path) == {("gaga_table16", cells[0].cell_id): 0.4}
     states[0] = rp.CellState(cells[0], "h", tmp_path / "x.csv", {0, 1}, [], 45.0, 40.0, 0.4)
     assert "≈80.0 s/run" in rp.plan_lines(states, 3)[1]
+    # a cell whose data must be downloaded is marked, and its part of the ETA given on its own
+    states[2].data_here = False
+    plan = rp.plan_lines(states, 3)
+    assert plan[2].endswith("download") and not plan[1].endswith("download")
+    # left: 1 run of cell 0 (40 s), 2 of cell 1 (80 s each), 2 of cell 2 (50 s each): 300 s in all
+    assert "ETA 5 min" in plan[3]
+    assert "of which 2 runs in 1 cells" in plan[4] and "ETA 100 s; with the data here: 3 min" in plan[4]  # 200 s
 
 
 def test_a_re_timing_counts_only_while_its_seed_is_the_committed_one(tmp_path):

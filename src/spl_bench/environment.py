@@ -50,7 +50,8 @@ def _cpu_model() -> str:
 
 
 def _blas() -> tuple[str, int | None]:
-    """Every BLAS loaded, ``"<library> <version> (<package>)"`` sorted, and numpy's thread count now.
+    """Every BLAS loaded, ``"<library> <version> <kernel family> (<package>)"`` sorted, and numpy's
+    thread count now.
 
     numpy and scipy are imported first (threadpoolctl lists only libraries already loaded), so
     the answer does not depend on what the process happened to import before.
@@ -66,7 +67,9 @@ def _blas() -> tuple[str, int | None]:
         path = str(pool.get("filepath", ""))
         owner = next((pkg for pkg in ("numpy", "scipy") if f"{pkg}.libs" in path or f"/{pkg}/" in path), "other")
         name = pool.get("internal_api") or pool.get("prefix") or "blas"
-        found.append(f"{name} {pool.get('version') or '?'} ({owner})")
+        # the kernel family (OpenBLAS's architecture) decides the rounding: spl_bench._blas_kernel
+        arch = f" {pool['architecture']}" if pool.get("architecture") else ""
+        found.append(f"{name} {pool.get('version') or '?'}{arch} ({owner})")
         if owner == "numpy" or threads is None:
             threads = pool.get("num_threads")
     return ("; ".join(sorted(found)) or "unknown"), threads

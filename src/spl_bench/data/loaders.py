@@ -55,6 +55,19 @@ def dataset_spec(name: str) -> dict[str, Any]:
     return spec
 
 
+def has_local_copy(name_or_spec: str | dict[str, Any], data_dir_: str | Path | None = None) -> bool:
+    """Whether :func:`load_dataset` reads the dataset without a download: it ships with
+    scikit-learn, or its file is in the data directory (an OpenML dataset may still sit in
+    openml's own cache; it counts as not local here)."""
+    spec = dataset_spec(name_or_spec) if isinstance(name_or_spec, str) else dict(name_or_spec)
+    source = spec.get("source", "local")
+    if source == "sklearn":
+        return True
+    if source != "local" or spec.get("file") is None:  # source openml: always downloaded
+        return False
+    return (data_dir(data_dir_ or spec.get("root")) / str(spec["file"])).is_file()
+
+
 def load_dataset(name_or_spec: str | dict[str, Any], data_dir_: str | Path | None = None) -> Dataset:
     """Load a dataset by config name (``"music"``) or from a spec dict.
 

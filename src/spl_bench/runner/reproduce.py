@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
+from spl_bench.data import has_local_copy
 from spl_bench.errors import ConfigError, DataError
 from spl_bench.paths import config_dir, repo_root
 from spl_bench.report.compare import TABLES
@@ -280,6 +281,8 @@ class CellState:
     sec_retimed: float | None = None
     #: those seconds over the re-timed seeds' committed seconds (:func:`retimed_ratios`)
     retimed_ratio: float | None = None
+    #: the cell's dataset is read without a download (:func:`~spl_bench.data.has_local_copy`)
+    data_here: bool = True
 
 
 #: the re-timings of committed seeds by today's code (``scripts/retime_cells.py``): the plan's ETA
@@ -339,7 +342,8 @@ def cell_states(cells: list[Cell], root: Path | None = None, retimed_path: Path 
     again = dict(_retimed_rows(retimed_path)) if use else {}
     states = []
     for cell in cells:
-        h = cell_hash(compose_cell(cell))
+        cfg = compose_cell(cell)
+        h = cell_hash(cfg)
         path = rows_file(cell, h, root)
         frame = read_rows(path)
         done = set(int(s) for s in frame["seed"].unique()) if len(frame) else set()
@@ -348,7 +352,8 @@ def cell_states(cells: list[Cell], root: Path | None = None, retimed_path: Path 
         stale = sorted(p for p in path.parent.glob(f"{cell.cell_id}__*.csv") if p != path)
         rows = _current_retimings(again.get((cell.rows_name, cell.cell_id)), times)
         sec, ratio = (None, None) if rows is None else _retimed_summary(rows)
-        states.append(CellState(cell, h, path, done, stale, float(times.mean()) if len(times) else None, sec, ratio))
+        states.append(CellState(cell, h, path, done, stale, float(times.mean()) if len(times) else None, sec, ratio,
+                                has_local_copy(OmegaConf.to_container(cfg.data, resolve=True))))
     return states
 
 
@@ -392,7 +397,8 @@ def plan_lines(states: list[CellState], runs: int, jobs: int = 1) -> list[str]:
     Seconds per run: a cell's re-timing by today's code (``r``) where there is one; else its
     committed rows' mean scaled by the median re-timed / committed ratio of its (table, method)
     family (``≈``) where the family has re-timed cells; else the committed mean; a cell never run
-    takes its method's slowest cell (``~``).  The total is given both ways.
+    takes its method's slowest cell (``~``).  The total is given both ways, and the part of it in
+    cells whose dataset is not in the data directory (``download``: OpenML on their first run).
     """
     by_method: dict[str, list[float]] = {}
     for st in states:
@@ -400,6 +406,7 @@ def plan_lines(states: list[CellState], runs: int, jobs: int = 1) -> list[str]:
             by_method.setdefault(_method_of(st.cell), []).append(st.sec_per_run)
     ratio = _family_ratios(states)
     lines, total, total_committed, unknown = [], 0.0, 0.0, 0
+    away = {"runs": 0, "cells": 0, "sec": 0.0}  # cells whose data must be downloaded first
     for st in states:
         left = max(0, runs - len([s for s in st.done if s < runs]))
         committed, mark = st.sec_per_run, ""
@@ -416,15 +423,24 @@ def plan_lines(states: list[CellState], runs: int, jobs: int = 1) -> list[str]:
             unknown += 1
         total += (per or 0.0) * left
         total_committed += (committed or 0.0) * left
+        if left and not st.data_here:
+            away["runs"] += left
+            away["cells"] += 1
+            away["sec"] += (per or 0.0) * left
         stale = f"  stale: {len(st.stale)} file(s)" if st.stale else ""
+        where = "" if st.data_here else "  download"
         per_s = "?" if per is None else f"{mark}{per:.1f}"
-        lines.append(f"{st.cell.label:<80} {len(st.done):>3}/{runs} done  {per_s:>8} s/run  ETA {eta}{stale}")
+        lines.append(f"{st.cell.label:<80} {len(st.done):>3}/{runs} done  {per_s:>8} s/run  ETA {eta}{stale}{where}")
     n_left = sum(max(0, runs - len(st.done)) for st in states)
     lines.append(
         f"total: {n_left} runs left in {len(states)} cells, "
         f"ETA {_fmt_seconds(total / max(1, jobs))} with {jobs} job(s)"
         + (f" (+ {unknown} cells never timed)" if unknown else "")
     )
+    if away["cells"]:
+        lines.append(f"       (of which {away['runs']} runs in {away['cells']} cells whose data is not in the data "
+                     f"directory, downloaded on their first run: ETA {_fmt_seconds(away['sec'] / max(1, jobs))}; "
+                     f"with the data here: {_fmt_seconds((total - away['sec']) / max(1, jobs))})")
     if ratio:
         n_re = sum(st.sec_retimed is not None for st in states)
         lines.append(f"       (re-timed: {n_re} cells, {len(ratio)} (table, method) families scaled; "
