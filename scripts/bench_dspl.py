@@ -23,8 +23,6 @@ all three are complete (an interrupted run leaves the committed files as they we
 
 from __future__ import annotations
 
-import spl_bench._blas_kernel  # noqa: F401  (first: it sets OpenBLAS's kernel family before numpy loads)
-
 import argparse
 import gc
 import os

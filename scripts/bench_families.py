@@ -51,8 +51,6 @@ rows of the other cases are kept from the earlier file)::
 
 from __future__ import annotations
 
-import spl_bench._blas_kernel  # noqa: F401  (first: it sets OpenBLAS's kernel family before numpy loads)
-
 import argparse
 import platform
 import time

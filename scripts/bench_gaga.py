@@ -44,8 +44,6 @@ Anchors measured by the issue author with the authors' released code on this mac
 
 from __future__ import annotations
 
-import spl_bench._blas_kernel  # noqa: F401  (first: it sets OpenBLAS's kernel family before numpy loads)
-
 import argparse
 import os
 import platform

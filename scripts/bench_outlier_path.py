@@ -14,8 +14,6 @@ rename once complete (an interrupted run leaves the committed files as they were
 
 from __future__ import annotations
 
-import spl_bench._blas_kernel  # noqa: F401  (first: it sets OpenBLAS's kernel family before numpy loads)
-
 import argparse
 import csv
 import os

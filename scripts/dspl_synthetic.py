@@ -13,8 +13,6 @@ coefficients (the paper's baseline); DRLR fits each batch and averages its major
 
 from __future__ import annotations
 
-import spl_bench._blas_kernel  # noqa: F401  (first: it sets OpenBLAS's kernel family before numpy loads)
-
 import argparse
 import time
 from collections.abc import Callable

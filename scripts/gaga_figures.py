@@ -57,8 +57,6 @@ A CSV is written (to a temporary file, then renamed) only when its figure has co
 
 from __future__ import annotations
 
-import spl_bench._blas_kernel  # noqa: F401  (first: it sets OpenBLAS's kernel family before numpy loads)
-
 import argparse
 import os
 import sys

@@ -15,8 +15,6 @@ also times ACS (GAGA grid [0.1, 20], step 0.5) on the same split.
 
 from __future__ import annotations
 
-import spl_bench._blas_kernel  # noqa: F401  (first: it sets OpenBLAS's kernel family before numpy loads)
-
 import argparse
 import json
 import time

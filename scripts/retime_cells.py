@@ -14,8 +14,6 @@ the same code version is skipped.
 
 from __future__ import annotations
 
-import spl_bench._blas_kernel  # noqa: F401  (first: it sets OpenBLAS's kernel family before numpy loads)
-
 import argparse
 import sys
 import time

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import spl_bench._blas_kernel  # noqa: F401  (first: it sets OpenBLAS's kernel family before numpy loads)
-
 import os
 from pathlib import Path
 

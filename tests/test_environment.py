@@ -20,6 +20,12 @@ def test_environment_names_the_libraries_blas_and_cpu():
         assert env[dist] == metadata.version(dist)  # an independent look-up of the installed version
     assert env["python"].count(".") == 2 and env["cpu"]
     assert "(numpy)" in env["blas"] and isinstance(env["blas_threads"], int) and env["blas_threads"] >= 1
+    # the kernel family OpenBLAS runs (it decides the rounding): spl_bench.runner.drift
+    from threadpoolctl import threadpool_info
+
+    arch = {p["architecture"] for p in threadpool_info()
+            if p.get("internal_api") == "openblas" and p.get("architecture")}
+    assert all(f" {a} (" in env["blas"] for a in arch)
     # the BLAS is recorded, not compared: numpy's and scipy's wheels bundle theirs
     other_blas = json.dumps({**env, "blas": "another"})
     assert library_key(other_blas) == library_key(environment_json())

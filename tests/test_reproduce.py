@@ -17,6 +17,7 @@ from fake_rows import fake_table2_rows as _fake_rows
 from spl_bench.environment import describe, environment_json
 from spl_bench.errors import ConfigError
 from spl_bench.report import compare as cmp
+from spl_bench.runner import drift
 from spl_bench.runner import reproduce as rp
 
 
@@ -402,46 +403,49 @@ def test_committed_tables_are_regenerated_identically(tmp_path, data_dir):
         )
 
 
-#: a drift cell whose committed runs took longer than this (mean seconds per run) is rerun by
-#: ``make test-drift-slow`` (in CI after the default suite), not by the default suite, which stays
-#: under 10 minutes: the linear-kernel tables have no cell faster than a few minutes
-DRIFT_FAST_S = 150.0
+def _drift_params() -> list:
+    """The drift cells (:func:`spl_bench.runner.drift.drift_cells`), marked ``slow`` (and ``drift``)
+    where even the cheapest cell of a table takes more than ``DRIFT_FAST_S`` a run."""
+    return [pytest.param(key, cell_id, marks=[pytest.mark.slow, pytest.mark.drift] if slow else [])
+            for key, cell_id, slow in drift.drift_cells()]
 
 
-def _drift_cells() -> list:
-    """(experiment, cell) of the cheapest committed cell of every table with committed rows,
-    marked ``slow`` (and ``drift``) where even that cell takes more than ``DRIFT_FAST_S``."""
-    out = []
-    for key in cmp.TABLES:
-        exp = cmp.TABLES[key][0]
-        rows = cmp.load_ours(exp)
-        if rows.empty:
-            continue
-        cand = rows[rows["seed"].isin([0, 1])]
-        if cand.empty:
-            continue
-        times = cand.groupby("cell")["time_s"].mean()
-        cheapest = times.idxmin()
-        slow = float(times.min()) > DRIFT_FAST_S
-        out.append(pytest.param(key, cheapest, marks=[pytest.mark.slow, pytest.mark.drift] if slow else []))
-    return out
-
-
-@pytest.mark.parametrize("key,cell_id", _drift_cells())
+@pytest.mark.parametrize("key,cell_id", _drift_params())
 def test_reported_numbers_do_not_drift(key, cell_id, data_dir):
-    """Seeds 0-1 (those committed) of one cell per table, rerun: a change that moves a published number fails here."""
+    """Seeds 0-1 (those committed) of one cell per table, rerun: a change that moves a published number
+    fails here.  A value equal to the one recorded for this process's BLAS kernel family
+    (:mod:`spl_bench.runner.drift`) passes too: the committed rows were made with another family."""
     exp = cmp.TABLES[key][0]
     cell = next(c for c in rp.table_cells(key) if c.cell_id == cell_id)
     committed = cmp.load_ours(exp)
     committed = committed[committed["cell"] == cell_id]
-    for seed in sorted(set(committed["seed"]) & {0, 1}):
+    kernel = drift.kernel_family()
+    for seed in sorted(set(committed["seed"]) & set(drift.DRIFT_SEEDS)):
         fresh = {r["metric"]: r["value"] for r in rp.run_seed(cell, seed)}
+        ref = drift.reference_values(key, cell_id, int(seed), kernel)
         for r in committed[committed["seed"] == seed].itertuples():
-            assert fresh[r.metric] == pytest.approx(r.value, rel=1e-6, abs=1e-9), (
-                f"{exp} {cell_id} seed {seed} {r.metric}: committed {r.value}, now {fresh[r.metric]}; "
+            if fresh[r.metric] == pytest.approx(r.value, rel=1e-6, abs=1e-9):
+                continue
+            assert r.metric in ref and fresh[r.metric] == pytest.approx(ref[r.metric], rel=1e-6, abs=1e-9), (
+                f"{exp} {cell_id} seed {seed} {r.metric}: committed {r.value}, now {fresh[r.metric]}, "
+                f"recorded for {kernel} kernels: {ref.get(r.metric, 'none')}; "
                 f"committed under: {describe(getattr(r, 'environment', None))}; "
                 f"now under: {describe(environment_json())}"
             )
+
+
+def test_drift_references_are_read_by_table_cell_seed_and_kernel(tmp_path):
+    path = tmp_path / "drift.csv"
+    assert drift.reference_values("15", "c", 0, "Haswell", path) == {}
+    drift.record_reference("15", "c", 0, [{"metric": "accuracy", "value": 0.3}], "Haswell", path)
+    drift.record_reference("15", "c", 1, [{"metric": "accuracy", "value": 0.4}], "Haswell", path)
+    drift.record_reference("15", "c", 0, [{"metric": "accuracy", "value": 0.5}], "Zen", path)
+    drift.record_reference("15", "c", 0, [{"metric": "accuracy", "value": 0.31}], "Haswell", path)  # replaces
+    assert drift.reference_values("15", "c", 0, "Haswell", path) == {"accuracy": 0.31}
+    assert drift.reference_values("15", "c", 0, "Zen", path) == {"accuracy": 0.5}
+    assert drift.reference_values("16", "c", 0, "Haswell", path) == {}
+    assert len(pd.read_csv(path)) == 3
+    assert drift.kernel_family() != ""
 
 
 def test_authors_variant_composes_the_authors_noise():

@@ -11,8 +11,3 @@ See ``docs/conventions.md`` for the objective conventions every method shares.
 """
 
 __version__ = "0.1.0"
-
-# before anything loads numpy: OpenBLAS reads its kernel family when it loads (spl_bench._blas_kernel)
-from spl_bench._blas_kernel import pin_openblas_kernel  # noqa: E402
-
-pin_openblas_kernel()
