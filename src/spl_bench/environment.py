@@ -67,7 +67,7 @@ def _blas() -> tuple[str, int | None]:
         path = str(pool.get("filepath", ""))
         owner = next((pkg for pkg in ("numpy", "scipy") if f"{pkg}.libs" in path or f"/{pkg}/" in path), "other")
         name = pool.get("internal_api") or pool.get("prefix") or "blas"
-        # the kernel family (OpenBLAS's architecture) decides the rounding: spl_bench._blas_kernel
+        # the kernel family (OpenBLAS's architecture) decides the rounding: spl_bench.runner.drift
         arch = f" {pool['architecture']}" if pool.get("architecture") else ""
         found.append(f"{name} {pool.get('version') or '?'}{arch} ({owner})")
         if owner == "numpy" or threads is None:
