@@ -6,7 +6,7 @@ drift cell (``--slow``: only the slow ones, ``--fast``: only the others) and rec
 with the kernel family, environment and code version in ``results/reference/drift_kernels.csv``.
 A value that differs from the committed one is printed; commit the file with the reason.
 
-    python scripts/drift_reference.py [--fast | --slow] [--tables 15 16]
+    python scripts/drift_reference.py [--fast | --slow] [--tables 15 16] [--out FILE]
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from pathlib import Path
 
 from spl_bench.errors import SplBenchError
 from spl_bench.report import compare as cmp
@@ -27,6 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     which.add_argument("--fast", action="store_true", help="only the drift cells of the default suite")
     which.add_argument("--slow", action="store_true", help="only the drift cells of make test-drift-slow")
     ap.add_argument("--tables", nargs="*", help="table keys (default: every table with a drift cell)")
+    ap.add_argument("--out", type=Path, default=None, help=f"the reference file (default {drift.REFERENCE_FILE})")
     args = ap.parse_args(argv)
     kernel = drift.kernel_family()
     print(f"BLAS kernel family: {kernel}", flush=True)
@@ -39,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
             committed = committed[committed["cell"] == cell_id]
             for seed in sorted(set(committed["seed"]) & set(drift.DRIFT_SEEDS)):
                 rows = rp.run_seed(cell, int(seed))
-                drift.record_reference(key, cell_id, int(seed), rows, kernel)
+                drift.record_reference(key, cell_id, int(seed), rows, kernel, args.out)
                 old = {r.metric: r.value for r in committed[committed["seed"] == seed].itertuples()}
                 moved = [f"{r['metric']} {old[r['metric']]} -> {r['value']}" for r in rows if r["metric"] in old
                          and not math.isclose(r["value"], old[r["metric"]], rel_tol=1e-6, abs_tol=1e-9)]

@@ -8,6 +8,7 @@ committed rows the cheapest cell's seeds 0-1 are rerun and compared with the com
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pandas as pd
@@ -446,6 +447,32 @@ def test_drift_references_are_read_by_table_cell_seed_and_kernel(tmp_path):
     assert drift.reference_values("16", "c", 0, "Haswell", path) == {}
     assert len(pd.read_csv(path)) == 3
     assert drift.kernel_family() != ""
+
+
+def test_drift_reference_script_records_this_kernels_values(tmp_path, data_dir):
+    """``scripts/drift_reference.py --tables 2`` in a subprocess: the cheapest Table 2 cell's
+    committed seeds, recorded under the subprocess's kernel family, equal to the committed rows
+    (an ``original`` cell: no method there amplifies rounding)."""
+    import subprocess
+    import sys
+
+    from spl_bench.paths import repo_root
+
+    out = tmp_path / "ref.csv"
+    env = {**os.environ, "SPL_BENCH_DATA_DIR": str(data_dir)}
+    done = subprocess.run([sys.executable, str(repo_root() / "scripts" / "drift_reference.py"), "--tables", "2",
+                           "--out", str(out)], capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    ref = pd.read_csv(out, dtype={"table": str})
+    key, cell_id, _ = next(c for c in drift.drift_cells() if c[0] == "2")
+    assert set(ref["table"]) == {"2"} and set(ref["cell"]) == {cell_id}
+    assert set(ref["kernel"]) == {done.stdout.splitlines()[0].split(": ")[1]}
+    committed = cmp.load_ours(cmp.TABLES["2"][0])
+    committed = committed[(committed["cell"] == cell_id) & committed["seed"].isin(drift.DRIFT_SEEDS)]
+    merged = ref.merge(committed, on=["seed", "metric"], suffixes=("", "_committed"))
+    assert len(merged) == len(committed) > 0
+    np.testing.assert_allclose(merged["value"], merged["value_committed"], rtol=1e-6, atol=1e-9)
+    assert "as committed" in done.stdout
 
 
 def test_authors_variant_composes_the_authors_noise():
