@@ -7,7 +7,7 @@ from importlib import metadata
 
 import pandas as pd
 
-from spl_bench.environment import NOT_RECORDED, describe, environment, environment_json, library_key
+from spl_bench.environment import NOT_RECORDED, describe, environment, environment_json, kernel_family, library_key
 from spl_bench.report import environments
 from spl_bench.report.drift import compare
 from spl_bench.report.tables import CELL_KEYS, read_results, write_report
@@ -68,6 +68,38 @@ def test_a_cell_pooling_two_library_versions_is_listed_and_unrecorded_rows_are_n
     assert table["runs"].tolist() == [2, 1, 1] and table["environment"].iloc[-1] == NOT_RECORDED
     text = environments.footer(mixed, CELL_KEYS)
     assert "## Environments" in text and "**Warning:** 1 cell pool" in text
+
+
+def _env_kernels(family: str | None) -> str:
+    """This environment with numpy's and scipy's OpenBLAS recording ``family`` (None: no family, as
+    rows written before the family was recorded)."""
+    arch = f" {family}" if family else ""
+    return json.dumps({**environment(), "blas": f"openblas 0.3.30{arch} (scipy); openblas 0.3.31{arch} (numpy)"})
+
+
+def test_kernel_family_is_read_from_numpys_blas_entry():
+    assert kernel_family(_env_kernels("Haswell")) == "Haswell"
+    assert kernel_family(_env_kernels(None)) is None
+    assert kernel_family(json.dumps({"blas": "openblas 0.3.31 SkylakeX (scipy)"})) is None  # not numpy's
+    assert kernel_family(None) is None and kernel_family("not json") is None
+    # this process's rows record the family it runs (threadpoolctl, independently of the parser)
+    from threadpoolctl import threadpool_info
+
+    arch = [p.get("architecture") for p in threadpool_info()
+            if p.get("user_api") == "blas" and "numpy" in str(p.get("filepath", ""))]
+    assert kernel_family(environment_json()) == (arch[0] if arch and arch[0] else None)
+
+
+def test_a_cell_pooling_two_kernel_families_is_listed_and_rows_without_one_are_not():
+    same = _rows([_env_kernels("SkylakeX"), _env_kernels("SkylakeX"), _env_kernels(None), None])
+    assert environments.mixed_cells(same, CELL_KEYS) == []
+    mixed = _rows([_env_kernels("SkylakeX"), _env_kernels("Haswell"), _env_kernels("Haswell"), _env_kernels(None)])
+    (line,) = environments.mixed_cells(mixed, CELL_KEYS)
+    assert "BLAS kernels Haswell (2 runs)" in line and "BLAS kernels SkylakeX (1 runs)" in line
+    assert "numpy" not in line  # the libraries are the same: only the families are named
+    table = environments.environment_table(mixed, CELL_KEYS)
+    assert table["BLAS kernels"].tolist() == ["Haswell, SkylakeX"] and table["runs"].tolist() == [4]
+    assert "BLAS kernel families" in environments.footer(mixed, CELL_KEYS)
 
 
 def test_spl_bench_report_warns_and_writes_the_footer(tmp_path, capsys):

@@ -5,7 +5,8 @@ scipy, scikit-learn or numba, or another BLAS, can move the last digits of a pat
 jump, which partial optimum it follows.  Every row written by ``spl-bench run`` and by the table
 reproduction carries the environment of its process as compact JSON in the ``environment`` column
 (:func:`environment_json`); the reports name the environments their rows came from and warn
-when one cell pools rows made under different library versions (:func:`library_key`).
+when one cell pools rows made under different library versions (:func:`library_key`) or
+different BLAS kernel families (:func:`kernel_family`).
 
 Rows written before this column existed have none; the reports count them as "not recorded".
 """
@@ -22,10 +23,11 @@ from typing import Any
 #: distributions whose versions are recorded (PyPI names)
 LIBRARIES = ("numpy", "scipy", "scikit-learn", "numba", "pandas", "hydra-core")
 
-#: keys of an environment compared between the rows of one cell.  The BLAS is recorded but not
-#: compared: the wheels of numpy and scipy bundle their own OpenBLAS, so their versions decide it
-#: (and a process lists them in the order it happened to load them).  CPU and BLAS threads can
-#: move the last bits; they are recorded, not compared.
+#: keys of an environment compared between the rows of one cell.  The BLAS library is not among
+#: them: the wheels of numpy and scipy bundle their own OpenBLAS, so their versions decide it (and
+#: a process lists them in the order it happened to load them); its kernel family is compared on
+#: its own (:func:`kernel_family`).  CPU and BLAS threads can move the last bits; they are
+#: recorded, not compared.
 LIBRARY_KEYS = ("python", *LIBRARIES)
 
 NOT_RECORDED = "not recorded"
@@ -115,6 +117,24 @@ def library_key(text: Any) -> str:
     if env is None:
         return NOT_RECORDED
     return ", ".join(f"{k} {env.get(k, '?')}" for k in LIBRARY_KEYS)
+
+
+def kernel_family(text: Any) -> str | None:
+    """The kernel family of numpy's BLAS in a row's environment (``"SkylakeX"``), or None where the
+    row does not record one (rows before the family was recorded, or a BLAS that has none).
+
+    OpenBLAS picks its compute kernels by the CPU, or by ``OPENBLAS_CORETYPE``; two families can
+    round differently and, after a jump, follow another partial optimum (``spl_bench.runner.drift``).
+    """
+    env = parse(text)
+    if env is None:
+        return None
+    for entry in str(env.get("blas", "")).split(";"):
+        words = entry.split()
+        # "<library> <version> <family> (numpy)"; no family: "<library> <version> (numpy)"
+        if len(words) == 4 and words[3] == "(numpy)":
+            return words[2]
+    return None
 
 
 def describe(text: Any) -> str:

@@ -211,7 +211,8 @@ class TableComparison:
     significance: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=significance.COLUMNS))
     #: Friedman + Nemenyi across the lines, per selection rule (only where >= 3 methods and 2 full lines)
     ranks: dict[str, significance.RankTest] = field(default_factory=dict)
-    mixed: list[str] = field(default_factory=list)  # cells pooling rows of different library versions
+    #: cells pooling rows of different library versions or BLAS kernel families
+    mixed: list[str] = field(default_factory=list)
 
 
 def compare_table(key: str, rows_root: Path | None = None, failures: dict | None = None) -> TableComparison:
@@ -913,7 +914,8 @@ def write_all(
         paths += write_table(comp, out_root, figures)
         if comp.mixed:  # a warning, not an error: the footer of comparison.md lists them too
             print(f"warning: {comp.experiment}: {len(comp.mixed)} cell(s) pool rows made under different "
-                  "library versions:\n  " + "\n  ".join(comp.mixed), file=sys.stderr)  # fmt: skip
+                  "library versions or BLAS kernel families:\n  " + "\n  ".join(comp.mixed),
+                  file=sys.stderr)  # fmt: skip
     cov = pd.concat([coverage(comps), dspl_table().reindex(columns=COVERAGE_COLUMNS)], ignore_index=True)
     cov["within_1_std"] = (cov["z"].abs() <= 1.0).where(cov["z"].notna())
     cov_path = out_root / "coverage.csv"

@@ -106,14 +106,15 @@ def _report(argv: list[str]) -> int:
 
 
 def warn_mixed_environments(frame) -> None:
-    """Print a warning listing the cells whose rows were made under different library versions."""
+    """Print a warning listing the cells whose rows were made under different library versions or
+    BLAS kernel families."""
     from spl_bench.report.environments import mixed_cells
     from spl_bench.report.tables import CELL_KEYS
 
     mixed = mixed_cells(frame, CELL_KEYS)
     if mixed:
-        console.print(f"[yellow]warning:[/] {len(mixed)} cell(s) pool rows made under different library versions:",
-                      soft_wrap=True)  # fmt: skip
+        console.print(f"[yellow]warning:[/] {len(mixed)} cell(s) pool rows made under different library versions "
+                      "or BLAS kernel families:", soft_wrap=True)  # fmt: skip
         for line in mixed:
             console.print(f"  {line}", soft_wrap=True, markup=False, highlight=False)
 
