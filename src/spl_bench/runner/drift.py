@@ -25,6 +25,7 @@ from typing import Any
 import pandas as pd
 
 from spl_bench.environment import environment_json
+from spl_bench.environment import kernel_family as row_kernel_family
 from spl_bench.paths import repo_root
 from spl_bench.report import compare as cmp
 from spl_bench.runner.results import atomic_write_csv, code_version
@@ -57,14 +58,10 @@ def drift_cells() -> list[tuple[str, str, bool]]:
 
 
 def kernel_family() -> str:
-    """The kernel family of numpy's BLAS in this process (threadpoolctl), or ``"unknown"``."""
-    import numpy  # noqa: F401  (threadpoolctl lists loaded libraries only)
-    from threadpoolctl import threadpool_info
-
-    for pool in threadpool_info():
-        if pool.get("user_api") == "blas" and "numpy" in str(pool.get("filepath", "")):
-            return str(pool.get("architecture") or "unknown")
-    return "unknown"
+    """The kernel family of numpy's BLAS in this process, or ``"unknown"``: read from the
+    environment this process records in its rows (:func:`spl_bench.environment.kernel_family`),
+    so the drift check and the reports' pooling warning cannot disagree on it."""
+    return row_kernel_family(environment_json()) or "unknown"
 
 
 def _path(path: Path | None) -> Path:
