@@ -152,6 +152,9 @@ def test_plan_prefers_todays_re_timings_and_scales_their_family(tmp_path):
     assert "ETA 6 min" in plan[3] and "from the committed rows' seconds alone: 12 min" in plan[4]
     # a per-run budget reads the re-timing where there is one
     assert [c for c, _ in rp.pending_tasks(states, 2, max_cell_seconds=60.0)] == [cells[0], cells[2]]
+    # and the family's scaled estimate where there is none: 200 s committed, ≈80 s today, is run
+    # under a 90 s budget
+    assert [c for c, _ in rp.pending_tasks(states, 2, max_cell_seconds=90.0)] == cells
     # the family's ratio is that of the re-timed seeds against their own committed seconds, which
     # runs committed later by today's code (a faster committed mean, 45 s here) do not dilute
     pd.DataFrame([{"rows_name": "gaga_table16", "cell_id": cells[0].cell_id, "seed": 0, "cpu_s": 40.0,

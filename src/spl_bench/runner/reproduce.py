@@ -391,24 +391,22 @@ def _family_ratios(states: list[CellState]) -> dict[tuple[str, str], float]:
     return {k: float(np.median(v)) for k, v in ratios.items()}
 
 
-def plan_lines(states: list[CellState], runs: int, jobs: int = 1) -> list[str]:
-    """One line per cell (runs done / left, seconds per run, ETA) and a total.
+def seconds_per_run(states: list[CellState]) -> list[tuple[float | None, str, float | None]]:
+    """Each cell's estimated CPU seconds per run, its mark, and the committed seconds it scales.
 
-    Seconds per run: a cell's re-timing by today's code (``r``) where there is one; else its
-    committed rows' mean scaled by the median re-timed / committed ratio of its (table, method)
-    family (``≈``) where the family has re-timed cells; else the committed mean; a cell never run
-    takes its method's slowest cell (``~``).  The total is given both ways, and the part of it in
-    cells whose dataset is not in the data directory (``download``: OpenML on their first run).
+    A cell's re-timing by today's code (``r``) where there is one; else its committed rows' mean
+    scaled by the median re-timed / committed ratio of its (table, method) family (``≈``) where
+    the family has re-timed cells; else the committed mean; a cell never run takes its method's
+    slowest cell (``~``).  The plan's ETA and the sweep's per-run budget both read this, so a cell
+    the plan prices under the budget is run.
     """
     by_method: dict[str, list[float]] = {}
     for st in states:
         if st.sec_per_run is not None:
             by_method.setdefault(_method_of(st.cell), []).append(st.sec_per_run)
     ratio = _family_ratios(states)
-    lines, total, total_committed, unknown = [], 0.0, 0.0, 0
-    away = {"runs": 0, "cells": 0, "sec": 0.0}  # cells whose data must be downloaded first
+    out: list[tuple[float | None, str, float | None]] = []
     for st in states:
-        left = max(0, runs - len([s for s in st.done if s < runs]))
         committed, mark = st.sec_per_run, ""
         if committed is None and _method_of(st.cell) in by_method:
             committed, mark = max(by_method[_method_of(st.cell)]), "~"
@@ -418,6 +416,22 @@ def plan_lines(states: list[CellState], runs: int, jobs: int = 1) -> list[str]:
             per, mark = st.sec_retimed, "r"
         elif per is not None and family is not None:
             per, mark = per * family, "≈"
+        out.append((per, mark, committed))
+    return out
+
+
+def plan_lines(states: list[CellState], runs: int, jobs: int = 1) -> list[str]:
+    """One line per cell (runs done / left, seconds per run, ETA) and a total.
+
+    Seconds per run: :func:`seconds_per_run` (its marks ``r``, ``≈``, ``~``).  The total is given
+    both ways, and the part of it in cells whose dataset is not in the data directory
+    (``download``: OpenML on their first run).
+    """
+    estimates = seconds_per_run(states)
+    lines, total, total_committed, unknown = [], 0.0, 0.0, 0
+    away = {"runs": 0, "cells": 0, "sec": 0.0}  # cells whose data must be downloaded first
+    for st, (per, mark, committed) in zip(states, estimates, strict=True):
+        left = max(0, runs - len([s for s in st.done if s < runs]))
         eta = "?" if per is None else _fmt_seconds(per * left)
         if left and per is None:
             unknown += 1
@@ -441,6 +455,7 @@ def plan_lines(states: list[CellState], runs: int, jobs: int = 1) -> list[str]:
         lines.append(f"       (of which {away['runs']} runs in {away['cells']} cells whose data is not in the data "
                      f"directory, downloaded on their first run: ETA {_fmt_seconds(away['sec'] / max(1, jobs))}; "
                      f"with the data here: {_fmt_seconds((total - away['sec']) / max(1, jobs))})")
+    ratio = _family_ratios(states)
     if ratio:
         n_re = sum(st.sec_retimed is not None for st in states)
         lines.append(f"       (re-timed: {n_re} cells, {len(ratio)} (table, method) families scaled; "
@@ -461,17 +476,18 @@ def _method_of(cell: Cell) -> str:
 def pending_tasks(states: list[CellState], runs: int, max_cell_seconds: float | None) -> list[tuple[Cell, int]]:
     """(cell, seed) still to run, seed-major (every cell gets seed k before any gets k + 1).
 
-    A cell whose measured seconds per run (re-timed by today's code where it has been, else its
-    committed rows') exceed ``max_cell_seconds`` gets no new seed (it is reported with the runs
+    A cell whose estimated seconds per run (:func:`seconds_per_run`, the plan's estimate: re-timed
+    by today's code, or its committed rows' scaled by its family's re-timing) exceed
+    ``max_cell_seconds`` gets no new seed (it is reported with the runs
     it has and the reason).
     """
+    per = [p for p, _, _ in seconds_per_run(states)]
     tasks = []
     for seed in range(runs):
-        for st in states:
+        for st, sec in zip(states, per, strict=True):
             if seed in st.done:
                 continue
-            per = st.sec_retimed if st.sec_retimed is not None else st.sec_per_run
-            if max_cell_seconds is not None and per is not None and per > max_cell_seconds:
+            if max_cell_seconds is not None and sec is not None and sec > max_cell_seconds:
                 continue
             tasks.append((st.cell, seed))
     return tasks
