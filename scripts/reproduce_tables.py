@@ -37,7 +37,8 @@ def main() -> int:
     ap.add_argument("--executor", choices=["joblib", "submitit"], default="joblib")
     ap.add_argument("--slurm-partition", default=None, help="with --executor submitit: run on this SLURM partition")
     ap.add_argument("--max-cell-seconds", type=float, default=None,
-                    help="give a cell no new seed once its measured seconds per run exceed this (reduced runs)")
+                    help="give a cell no new seed once its seconds per run, as the plan estimates them (--plan), "
+                         "exceed this (reduced runs)")
     ap.add_argument("--checkpoint-dir", default="runs/checkpoints",
                     help="GAGA runs save their path's state here every 10 min and a rerun resumes from it "
                          "('none': no checkpoints)")
