@@ -135,6 +135,24 @@ def test_a_cell_without_its_data_fails_once_and_its_other_seeds_are_passed_over(
     assert len(pd.read_csv(tmp_path / "failures.csv")) == 1
 
 
+def test_todays_seconds_count_the_seeds_run_since_the_re_timing(monkeypatch):
+    """The re-timed seed at its re-timing and the seeds committed by code no older than the
+    re-timing's at their own seconds; older seeds do not count.  Without the commits' times (no
+    git, an unknown commit) the re-timings alone, as before."""
+    monkeypatch.setattr(rp, "_commit_times", lambda: {"aaa": 1, "bbb": 2, "ccc": 3})
+    seeds = pd.DataFrame({"time_s": [1000.0, 900.0, 100.0, 120.0],
+                          "code_version": ["0.1.0+aaa", "0.1.0+aaa", "0.1.0+bbb", "0.1.0+ccc"]},
+                         index=pd.Index([0, 1, 2, 3], name="seed"))
+    rows = pd.DataFrame({"seed": [0], "cpu_s": [200.0], "committed_s": [1000.0], "code_version": ["0.1.0+bbb+flag"]})
+    assert rp._todays_seconds(rows, seeds) == pytest.approx((200 + 100 + 120) / 3, rel=1e-12)
+    later = rows.assign(code_version="0.1.0+ccc")
+    assert rp._todays_seconds(later, seeds) == pytest.approx((200 + 120) / 2, rel=1e-12)
+    unknown = rows.assign(code_version="0.1.0+zzz")
+    assert rp._todays_seconds(unknown, seeds) == 200.0
+    monkeypatch.setattr(rp, "_commit_times", dict)
+    assert rp._todays_seconds(rows, seeds) == 200.0
+
+
 def test_plan_prefers_todays_re_timings_and_scales_their_family(tmp_path):
     """A re-timed cell's ETA uses its re-timing, the other cells of its (table, method) family the
     committed seconds times the family's median ratio, other families their committed seconds."""
