@@ -189,6 +189,42 @@ def test_plan_prefers_todays_re_timings_and_scales_their_family(tmp_path):
     assert "of which 2 runs in 1 cells" in plan[4] and "ETA 100 s; with the data here: 3 min" in plan[4]  # 200 s
 
 
+def test_a_family_scaled_cell_scales_only_its_seeds_older_than_the_family_re_timing(tmp_path):
+    """``≈``: seeds made by code no older than the family's re-timing are today's seconds already and
+    are not scaled again; the older seeds are scaled by the family's ratio.  Without commit times
+    (no git) the committed mean is scaled, as before."""
+    cells = [rp.Cell("16", "gaga_table16", (f"noise.rate={r}", "method=gaga")) for r in ("0.1", "0.2")]
+    states = [rp.CellState(cells[0], "h", tmp_path / "x.csv", {0}, [], 100.0, 40.0, 0.4, retimed_since=5),
+              rp.CellState(cells[1], "h", tmp_path / "y.csv", {0, 1, 2}, [], 100.0,
+                           seed_times=((200.0, 1), (60.0, 5), (40.0, 9)))]
+    per, mark, committed = rp.seconds_per_run(states)[1]
+    # seed 0 (code of time 1) scaled: 200 * 0.4 = 80; seeds 1 and 2 (times 5, 9) at their own seconds
+    assert mark == "≈" and committed == 100.0 and per == pytest.approx((80 + 60 + 40) / 3, rel=1e-12)
+    # the old rule, committed mean times the ratio, would have given 40 s: the two new seeds twice discounted
+    states[1].seed_times = ((200.0, None), (60.0, None), (40.0, None))
+    assert rp.seconds_per_run(states)[1][0] == pytest.approx(100.0 * 0.4, rel=1e-12)
+    states[1].seed_times = ((200.0, 1), (60.0, 5), (40.0, 9))
+    states[0].retimed_since = None  # the family's re-timing commit unknown: the old rule
+    assert rp.seconds_per_run(states)[1][0] == pytest.approx(100.0 * 0.4, rel=1e-12)
+
+
+def test_cell_states_record_each_seeds_code_time_and_the_re_timings(tmp_path, monkeypatch):
+    monkeypatch.setattr(rp, "_commit_times", lambda: {"aaa": 1, "bbb": 2})
+    cell = rp.Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=original"))
+    path = rp.rows_file(cell, rp.cell_hash(rp.compose_cell(cell)), tmp_path)
+    path.parent.mkdir(parents=True)
+    pd.DataFrame([{"seed": s, "metric": "gen_error", "value": 0.1, "time_s": t, "code_version": v}
+                  for s, t, v in ((0, 100.0, "0.1.0+aaa"), (1, 30.0, "0.1.0+bbb"), (2, 20.0, "0.1.0+zzz"))]
+                 ).to_csv(path, index=False)
+    retimed = tmp_path / "retimed.csv"
+    pd.DataFrame([{"rows_name": "gaga_table2", "cell_id": cell.cell_id, "seed": 0, "cpu_s": 10.0,
+                   "committed_s": 100.0, "code_version": "0.1.0+bbb"}]).to_csv(retimed, index=False)
+    st = rp.cell_states([cell], tmp_path, retimed)[0]
+    assert st.seed_times == ((100.0, 1), (30.0, 2), (20.0, None)) and st.retimed_since == 2
+    # today's seconds: seed 0 at its re-timing, seed 1 (made by the re-timing's code) at its own
+    assert st.sec_retimed == pytest.approx((10.0 + 30.0) / 2, rel=1e-12)
+
+
 def test_a_re_timing_counts_only_while_its_seed_is_the_committed_one(tmp_path):
     """A re-timed seed that was run again (its committed seconds changed: new code, a rerun cell) no
     longer gives the cell's seconds per run; the seeds still committed as re-timed do."""

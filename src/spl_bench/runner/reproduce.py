@@ -286,6 +286,10 @@ class CellState:
     retimed_ratio: float | None = None
     #: the cell's dataset is read without a download (:func:`~spl_bench.data.has_local_copy`)
     data_here: bool = True
+    #: per committed seed, its seconds and the commit time of the code that made it (``None``: unknown)
+    seed_times: tuple[tuple[float, int | None], ...] = ()
+    #: commit time of the code that re-timed this cell (``None``: not re-timed, or unknown)
+    retimed_since: int | None = None
 
 
 #: the re-timings of committed seeds by today's code (``scripts/retime_cells.py``): the plan's ETA
@@ -357,8 +361,11 @@ def cell_states(cells: list[Cell], root: Path | None = None, retimed_path: Path 
         sec, ratio = (None, None) if rows is None else _retimed_summary(rows)
         if rows is not None:
             sec = _todays_seconds(rows, seeds)
+        versions = seeds["code_version"] if len(frame) and "code_version" in seeds else pd.Series(dtype=object)
+        seed_times = tuple((float(t), _made_at(versions.get(s))) for s, t in times.items())
+        since = None if rows is None or "code_version" not in rows else _retimed_at(rows)
         states.append(CellState(cell, h, path, done, stale, float(times.mean()) if len(times) else None, sec, ratio,
-                                has_local_copy(OmegaConf.to_container(cfg.data, resolve=True))))
+                                has_local_copy(OmegaConf.to_container(cfg.data, resolve=True)), seed_times, since))
     return states
 
 
@@ -384,6 +391,18 @@ def _commit_times() -> dict[str, int]:
     return times
 
 
+def _made_at(version: object) -> int | None:
+    """Commit time of the code of a ``code_version`` (``None``: no git, no commit, or not in the history)."""
+    commit = _commit_of(version) if version is not None else None
+    return None if commit is None else _commit_times().get(commit)
+
+
+def _retimed_at(rows: pd.DataFrame) -> int | None:
+    """Commit time of the code that re-timed a cell (rows of one code version; the latest of them)."""
+    made = [_made_at(v) for v in rows["code_version"]]
+    return None if not made or any(t is None for t in made) else max(t for t in made if t is not None)
+
+
 def _todays_seconds(rows: pd.DataFrame, seeds: pd.DataFrame) -> float:
     """Seconds of one run of a cell with today's code: the mean over its re-timed seeds (at their
     re-timings, median per seed) and its seeds committed since by code no older than the re-timing's
@@ -398,14 +417,13 @@ def _todays_seconds(rows: pd.DataFrame, seeds: pd.DataFrame) -> float:
     times = _commit_times()
     if not times or "code_version" not in seeds or "code_version" not in rows:
         return fallback
-    retimed_at = [times.get(c) for c in map(_commit_of, rows["code_version"])]
-    if any(t is None for t in retimed_at):
+    since = _retimed_at(rows)  # (rows of the latest code version re-timed a cell: one commit)
+    if since is None:
         return fallback
-    since = max(retimed_at)  # (rows of the latest code version re-timed a cell: one commit)
     again = rows.groupby("seed")["cpu_s"].median()
     per = [float(sec) for sec in again]
     for seed, version in seeds["code_version"].items():
-        made = times.get(_commit_of(version) or "")
+        made = _made_at(version)
         if int(seed) not in again.index and made is not None and made >= since:
             per.append(float(seeds.at[seed, "time_s"]))
     return fallback if len(per) == len(again) else float(np.mean(per))
@@ -451,28 +469,46 @@ def seconds_per_run(states: list[CellState]) -> list[tuple[float | None, str, fl
     A cell's seconds with today's code (``r``: its re-timed seeds and the seeds run since,
     :func:`_todays_seconds`) where it has been re-timed; else its committed rows' mean
     scaled by the median re-timed / committed ratio of its (table, method) family (``≈``) where
-    the family has re-timed cells; else the committed mean; a cell never run takes its method's
-    slowest cell (``~``).  The plan's ETA and the sweep's per-run budget both read this, so a cell
-    the plan prices under the budget is run.
+    the family has re-timed cells, the seeds made by code no older than the family's re-timing
+    counted at their own seconds (they are today's already); else the committed mean; a cell never
+    run takes its method's slowest cell (``~``).  The plan's ETA and the sweep's per-run budget
+    both read this, so a cell the plan prices under the budget is run.
     """
     by_method: dict[str, list[float]] = {}
     for st in states:
         if st.sec_per_run is not None:
             by_method.setdefault(_method_of(st.cell), []).append(st.sec_per_run)
     ratio = _family_ratios(states)
+    since = _family_retimed_at(states)
     out: list[tuple[float | None, str, float | None]] = []
     for st in states:
         committed, mark = st.sec_per_run, ""
         if committed is None and _method_of(st.cell) in by_method:
             committed, mark = max(by_method[_method_of(st.cell)]), "~"
         per = committed
-        family = ratio.get((st.cell.rows_name, _method_of(st.cell)))
+        key = (st.cell.rows_name, _method_of(st.cell))
+        family = ratio.get(key)
         if st.sec_retimed is not None:
             per, mark = st.sec_retimed, "r"
         elif per is not None and family is not None:
             per, mark = per * family, "≈"
+            if st.seed_times and key in since:
+                # seeds made by code no older than the family's re-timing already are today's
+                # seconds: only the older ones are scaled
+                per = float(np.mean([t if made is not None and made >= since[key] else t * family
+                                     for t, made in st.seed_times]))
         out.append((per, mark, committed))
     return out
+
+
+def _family_retimed_at(states: list[CellState]) -> dict[tuple[str, str], int]:
+    """Per (rows folder, method): the commit time of the newest code that re-timed one of its cells,
+    where every re-timed cell of the family knows it."""
+    at: dict[tuple[str, str], list[int | None]] = {}
+    for st in states:
+        if st.sec_retimed is not None:
+            at.setdefault((st.cell.rows_name, _method_of(st.cell)), []).append(st.retimed_since)
+    return {k: max(t for t in v if t is not None) for k, v in at.items() if all(t is not None for t in v)}
 
 
 def plan_lines(states: list[CellState], runs: int, jobs: int = 1) -> list[str]:
