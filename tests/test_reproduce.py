@@ -144,13 +144,13 @@ def test_todays_seconds_count_the_seeds_run_since_the_re_timing(monkeypatch):
                           "code_version": ["0.1.0+aaa", "0.1.0+aaa", "0.1.0+bbb", "0.1.0+ccc"]},
                          index=pd.Index([0, 1, 2, 3], name="seed"))
     rows = pd.DataFrame({"seed": [0], "cpu_s": [200.0], "committed_s": [1000.0], "code_version": ["0.1.0+bbb+flag"]})
-    assert rp._todays_seconds(rows, seeds) == pytest.approx((200 + 100 + 120) / 3, rel=1e-12)
+    assert rp._todays_seconds(rows, seeds, rp._retimed_at(rows)) == pytest.approx((200 + 100 + 120) / 3, rel=1e-12)
     later = rows.assign(code_version="0.1.0+ccc")
-    assert rp._todays_seconds(later, seeds) == pytest.approx((200 + 120) / 2, rel=1e-12)
+    assert rp._todays_seconds(later, seeds, rp._retimed_at(later)) == pytest.approx((200 + 120) / 2, rel=1e-12)
     unknown = rows.assign(code_version="0.1.0+zzz")
-    assert rp._todays_seconds(unknown, seeds) == 200.0
+    assert rp._todays_seconds(unknown, seeds, rp._retimed_at(unknown)) == 200.0
     monkeypatch.setattr(rp, "_commit_times", dict)
-    assert rp._todays_seconds(rows, seeds) == 200.0
+    assert rp._todays_seconds(rows, seeds, rp._retimed_at(rows)) == 200.0
 
 
 def test_plan_prefers_todays_re_timings_and_scales_their_family(tmp_path):

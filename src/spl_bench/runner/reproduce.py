@@ -358,12 +358,12 @@ def cell_states(cells: list[Cell], root: Path | None = None, retimed_path: Path 
         times = seeds["time_s"] if len(frame) else pd.Series(dtype=float)
         stale = sorted(p for p in path.parent.glob(f"{cell.cell_id}__*.csv") if p != path)
         rows = _current_retimings(again.get((cell.rows_name, cell.cell_id)), times)
+        since = None if rows is None or "code_version" not in rows else _retimed_at(rows)
         sec, ratio = (None, None) if rows is None else _retimed_summary(rows)
         if rows is not None:
-            sec = _todays_seconds(rows, seeds)
+            sec = _todays_seconds(rows, seeds, since)
         versions = seeds["code_version"] if len(frame) and "code_version" in seeds else pd.Series(dtype=object)
         seed_times = tuple((float(t), _made_at(versions.get(s))) for s, t in times.items())
-        since = None if rows is None or "code_version" not in rows else _retimed_at(rows)
         states.append(CellState(cell, h, path, done, stale, float(times.mean()) if len(times) else None, sec, ratio,
                                 has_local_copy(OmegaConf.to_container(cfg.data, resolve=True)), seed_times, since))
     return states
@@ -400,10 +400,11 @@ def _made_at(version: object) -> int | None:
 def _retimed_at(rows: pd.DataFrame) -> int | None:
     """Commit time of the code that re-timed a cell (rows of one code version; the latest of them)."""
     made = [_made_at(v) for v in rows["code_version"]]
-    return None if not made or any(t is None for t in made) else max(t for t in made if t is not None)
+    known = [t for t in made if t is not None]
+    return max(known) if known and len(known) == len(made) else None
 
 
-def _todays_seconds(rows: pd.DataFrame, seeds: pd.DataFrame) -> float:
+def _todays_seconds(rows: pd.DataFrame, seeds: pd.DataFrame, since: int | None) -> float:
     """Seconds of one run of a cell with today's code: the mean over its re-timed seeds (at their
     re-timings, median per seed) and its seeds committed since by code no older than the re-timing's
     (at their own seconds).
@@ -411,14 +412,12 @@ def _todays_seconds(rows: pd.DataFrame, seeds: pd.DataFrame) -> float:
     Which rows are that recent is read from the commits in their ``code_version`` (git's commit
     times; main's history is linear).  Without them (no git, unknown commits) the re-timings alone
     count, their median.  Re-timing seed 0 alone priced Table 6's hiva GAGA cell at 2,660 s a run
-    against 1,180-3,310 s for the nine seeds run after the re-timing.
+    against 1,180-3,310 s for the nine seeds run after the re-timing.  ``since`` is the commit time
+    of the re-timing's code (:func:`_retimed_at`; ``None``: unknown).
     """
     fallback = float(rows["cpu_s"].median())
     times = _commit_times()
-    if not times or "code_version" not in seeds or "code_version" not in rows:
-        return fallback
-    since = _retimed_at(rows)  # (rows of the latest code version re-timed a cell: one commit)
-    if since is None:
+    if not times or "code_version" not in seeds or since is None:
         return fallback
     again = rows.groupby("seed")["cpu_s"].median()
     per = [float(sec) for sec in again]
@@ -463,7 +462,8 @@ def _family_ratios(states: list[CellState]) -> dict[tuple[str, str], float]:
     return {k: float(np.median(v)) for k, v in ratios.items()}
 
 
-def seconds_per_run(states: list[CellState]) -> list[tuple[float | None, str, float | None]]:
+def seconds_per_run(states: list[CellState], ratio: dict[tuple[str, str], float] | None = None
+                    ) -> list[tuple[float | None, str, float | None]]:
     """Each cell's estimated CPU seconds per run, its mark, and the committed seconds it scales.
 
     A cell's seconds with today's code (``r``: its re-timed seeds and the seeds run since,
@@ -472,13 +472,14 @@ def seconds_per_run(states: list[CellState]) -> list[tuple[float | None, str, fl
     the family has re-timed cells, the seeds made by code no older than the family's re-timing
     counted at their own seconds (they are today's already); else the committed mean; a cell never
     run takes its method's slowest cell (``~``).  The plan's ETA and the sweep's per-run budget
-    both read this, so a cell the plan prices under the budget is run.
+    both read this, so a cell the plan prices under the budget is run.  ``ratio``: the families'
+    ratios if the caller has them already (:func:`_family_ratios` of ``states``).
     """
     by_method: dict[str, list[float]] = {}
     for st in states:
         if st.sec_per_run is not None:
             by_method.setdefault(_method_of(st.cell), []).append(st.sec_per_run)
-    ratio = _family_ratios(states)
+    ratio = _family_ratios(states) if ratio is None else ratio
     since = _family_retimed_at(states)
     out: list[tuple[float | None, str, float | None]] = []
     for st in states:
@@ -518,7 +519,8 @@ def plan_lines(states: list[CellState], runs: int, jobs: int = 1) -> list[str]:
     both ways, and the part of it in cells whose dataset is not in the data directory
     (``download``: OpenML on their first run).
     """
-    estimates = seconds_per_run(states)
+    ratio = _family_ratios(states)
+    estimates = seconds_per_run(states, ratio)
     lines, total, total_committed, unknown = [], 0.0, 0.0, 0
     away = {"runs": 0, "cells": 0, "sec": 0.0}  # cells whose data must be downloaded first
     for st, (per, mark, committed) in zip(states, estimates, strict=True):
@@ -546,7 +548,6 @@ def plan_lines(states: list[CellState], runs: int, jobs: int = 1) -> list[str]:
         lines.append(f"       (of which {away['runs']} runs in {away['cells']} cells whose data is not in the data "
                      f"directory, downloaded on their first run: ETA {_fmt_seconds(away['sec'] / max(1, jobs))}; "
                      f"with the data here: {_fmt_seconds((total - away['sec']) / max(1, jobs))})")
-    ratio = _family_ratios(states)
     if ratio:
         n_re = sum(st.sec_retimed is not None for st in states)
         lines.append(f"       (re-timed: {n_re} cells, {len(ratio)} (table, method) families scaled; "
