@@ -66,6 +66,7 @@ from spl_bench.data.loaders import load_dataset
 from spl_bench.gaga.api import age_path
 from spl_bench.gaga.core.linalg import CholeskyFactor
 from spl_bench.gaga.core.tracker import EngineOptions
+from spl_bench.gaga.core.warm import _WarmStarts
 from spl_bench.gaga.glm.glm_system import GLMSystem
 from spl_bench.paths import repo_root
 from spl_bench.report.markdown import to_markdown
@@ -88,11 +89,12 @@ def lu_unit(order: int, seconds: float = 1.0) -> float:
 
 
 def _row(case: str, route: str, X: np.ndarray, cpu: float, unit: float, events: int, same: bool,
-         restarts: int = 0) -> dict:
-    """One row of the table (LU units: ``cpu`` over ``unit``, the seconds of one LU of the proxy's order)."""
+         restarts: int = 0, warm_cpu: float = float("nan")) -> dict:
+    """One row of the table (LU units: ``cpu`` over ``unit``, the seconds of one LU of the proxy's order;
+    ``warm_units``: the CPU seconds of GAGA's ACS warm starts, Algorithm 2 line 8, in the same units)."""
     row = {"case": case, "route": route, "n": X.shape[0], "d": X.shape[1], "cpu_s": cpu, "lu_unit_ms": 1e3 * unit,
            "lu_units": cpu / unit, "events": events, "lu_units_per_event": cpu / unit / max(events, 1),
-           "restarts": restarts, "same_events": same,
+           "restarts": restarts, "warm_units": warm_cpu / unit, "same_events": same,
            # the LU unit depends on OpenBLAS's kernel family (0.47 ms at order 301 with SkylakeX, 0.99 with Haswell)
            "blas_kernels": kernel_family()}
     print(row, flush=True)
@@ -129,11 +131,21 @@ def gaga_case(name: str, X: np.ndarray, y: np.ndarray, routes: dict[str, EngineO
         owners = {a: (CholeskyFactor, a.split(".", 1)[1]) if a.startswith("CholeskyFactor.") else (GLMSystem, a)
                   for a in attrs}
         saved = {a: getattr(*owners[a]) for a in attrs}
+        warm_cpu = [0.0]
+
+        def timed_warm_start(tracker, *args, _inner=_WarmStarts.warm_start, _acc=warm_cpu, **kwargs):
+            # the warm starts' share: the initial ACS fit and the restarts after jumps
+            t0 = time.process_time()
+            try:
+                return _inner(tracker, *args, **kwargs)
+            finally:
+                _acc[0] += time.process_time() - t0
+
         t = time.process_time()
         try:
             for a, value in attrs.items():
                 setattr(*owners[a], value)
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), patch.object(_WarmStarts, "warm_start", timed_warm_start):
                 warnings.simplefilter("ignore")
                 path = age_path(X, y, model=model, sp=sp, sp_params=sp_params, lam_range=lam_range,
                                 options=opts, **model_params)
@@ -144,7 +156,7 @@ def gaga_case(name: str, X: np.ndarray, y: np.ndarray, routes: dict[str, EngineO
         ages = np.array([e["lam"] for e in path.events])
         ref = ages if ref is None else ref
         same = ages.size == ref.size and bool(np.allclose(ages, ref, rtol=1e-8, atol=0.0))
-        out.append(_row(name, route, X, cpu, unit, ages.size, same, restarts=path.n_restarts))
+        out.append(_row(name, route, X, cpu, unit, ages.size, same, restarts=path.n_restarts, warm_cpu=warm_cpu[0]))
     return out
 
 
@@ -286,14 +298,18 @@ ACS_AGES = [0.1, 0.6, 1.1, 1.6]
 SMO_PAIRS = 20_000
 
 #: GAGA's ODE route against its predictor-corrector route
-ODE_ROUTES = {"auto": EngineOptions(), "PC": EngineOptions(method="PC")}
+ODE_ROUTES = {"auto": EngineOptions(), "PC": EngineOptions(method="PC"),
+              # the opt-in over-relaxed ACS escape: fewer ACS iterations, but it may settle on
+              # another partial optimum than plain ACS (GAGA's restart rule)
+              "PC_acs_extrapolate": EngineOptions(method="PC", acs_extrapolate=True)}
 #: the wide proxy's solves with J_theta and the warm starts' Hessians in the k = d + 1 unknowns' dimension
 #: (``woodbury_max_ratio`` 0, the route before 2323301) against the live samples' (WoodburyFactor), by
 #: either ODE route
 WIDE_ROUTES = {"k_dim": (EngineOptions(), {"woodbury_max_ratio": 0.0}),
                "k_dim_PC": (EngineOptions(method="PC"), {"woodbury_max_ratio": 0.0}),
                "samples_dim": (EngineOptions(), {"woodbury_max_ratio": 0.5}),
-               "samples_dim_PC": (EngineOptions(method="PC"), {"woodbury_max_ratio": 0.5})}
+               "samples_dim_PC": (EngineOptions(method="PC"), {"woodbury_max_ratio": 0.5}),
+               "samples_dim_acs_extrapolate": (EngineOptions(acs_extrapolate=True), {"woodbury_max_ratio": 0.5})}
 #: the Tables 5-6 cell proxy is followed up to this age: 3 critical points, about 13 CPU-s a route
 #: (past 2.0 a warm start alone takes minutes; the whole Table 6 path takes an hour or more)
 CELL_LAM_MAX = 1.6
