@@ -13,7 +13,7 @@ from scipy.linalg import hilbert
 
 from spl_bench.errors import ConfigError
 from spl_bench.methods.outlier_path import CSVM, OutlierPath, outlier_path_theta
-from spl_bench.methods.outlier_path.path import SingularSystemError, kkt_solve, svm_path
+from spl_bench.methods.outlier_path.path import SingularSystemError, fixed_part_hi, kkt_solve, svm_path
 from test_outlier_path import kernel, make_data, reference_decision, theorem4_violation
 
 CS = [0.01, 0.1, 1.0, 10.0, 100.0]
@@ -84,6 +84,32 @@ def test_kkt_solve_refines_an_ill_conditioned_system_and_rejects_a_singular_one(
         kkt_solve(np.ones((3, 3)), np.ones(3))
     with pytest.raises(SingularSystemError):
         kkt_solve(np.array([[1.0, 1.0], [1.0, 1.0 + 1e-17]]), np.ones(2))
+
+
+@settings(max_examples=40, deadline=None)
+@given(k=st.integers(1, 6), m=st.integers(0, 12), seed=st.integers(0, 2**32 - 1), zero_share=st.floats(0.0, 1.0))
+def test_fixed_part_hi_is_the_exact_sum_and_skips_the_zero_coefficients(k, m, seed, zero_share):
+    """``(Q_AF a_F, y_F^T a_F)`` in long double: within the long double's rounding of the exact
+    rational sums, and equal to the product over every column, zeros included.  Equality (not a
+    tolerance) is the claim there: it is the same ordered sum with exact zeros left out, and
+    Outlier-Path's committed rows reproduce only if it holds."""
+    rng = np.random.default_rng(seed)
+    Q = rng.normal(size=(k, m)) * 10.0 ** rng.integers(-3, 4, size=(k, m))
+    af = rng.normal(size=m) * 10.0 ** rng.integers(-3, 4, size=m)
+    af[rng.uniform(size=m) < zero_share] = 0.0
+    af[rng.uniform(size=m) < 0.1] = -0.0
+    yF = rng.choice([-1.0, 1.0], size=m)
+    q, yq = fixed_part_hi(Q, yF, af)
+    assert q.dtype == np.longdouble and q.shape == (k,)
+    eps = float(np.finfo(np.longdouble).eps)
+    for row, got in zip(Q, q, strict=True):
+        exact = sum((Fraction(float(a)) * Fraction(float(b)) for a, b in zip(row, af, strict=True)), Fraction(0))
+        bound = m * eps * float(np.abs(row * af).sum()) + 1e-300
+        assert abs(Fraction(*got.as_integer_ratio()) - exact) <= Fraction(bound)
+    exact_y = sum((Fraction(float(a)) * Fraction(float(b)) for a, b in zip(yF, af, strict=True)), Fraction(0))
+    assert abs(Fraction(*yq.as_integer_ratio()) - exact_y) <= Fraction(m * eps * float(np.abs(af).sum()) + 1e-300)
+    full = Q.astype(np.longdouble) @ af.astype(np.longdouble), yF.astype(np.longdouble) @ af.astype(np.longdouble)
+    assert np.array_equal(q, full[0]) and yq == full[1]
 
 
 def test_estimators_with_path_and_svc_starts_agree():

@@ -122,6 +122,20 @@ def kkt_apply(M: Array, factor: tuple[Array, Array, float], rhs: Array,
     return x
 
 
+def fixed_part_hi(QAF: Array, yF: Array, af: Array) -> tuple[NDArray[np.longdouble], np.longdouble]:
+    """The fixed coefficients' part of eq. (11)'s right-hand side in extended precision:
+    ``(Q_AF a_F, y_F^T a_F)`` as ``np.longdouble``.
+
+    Only the non-zero ``a_F`` enter (most fixed points sit at ``a_i = 0``, the set R): numpy sums
+    long-double products one after the other from +0 (no BLAS for the type), and adding an exact
+    zero product leaves such a sum unchanged, so the result is the full product's, bit for bit,
+    at a fraction of the gathers and products.
+    """
+    nz = np.flatnonzero(af)
+    afl = af[nz].astype(np.longdouble)
+    return QAF[:, nz].astype(np.longdouble) @ afl, yF[nz].astype(np.longdouble) @ afl
+
+
 def kkt_solve(M: Array, rhs: Array, rhs_hi: Callable[[], NDArray[np.longdouble]] | None = None) -> Array:
     """Solve the active system ``M x = rhs``: :func:`kkt_factor`, then :func:`kkt_apply`."""
     return kkt_apply(M, kkt_factor(M), rhs, rhs_hi)
@@ -475,10 +489,10 @@ class _Engine:
             rhs[-1] = -self.y[F] @ af
 
             def rhs_hi(A=A, F=F, af=af, QAF=QAF) -> NDArray[np.longdouble]:
-                afl = af.astype(np.longdouble)
+                q, y = fixed_part_hi(QAF, self.y[F], af)
                 r = np.empty(A.size + 1, dtype=np.longdouble)
-                r[:-1] = self.targets(A).astype(np.longdouble) - QAF.astype(np.longdouble) @ afl
-                r[-1] = -(self.y[F].astype(np.longdouble) @ afl)
+                r[:-1] = self.targets(A).astype(np.longdouble) - q
+                r[-1] = -y
                 return r
 
             try:
