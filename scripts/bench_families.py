@@ -23,6 +23,7 @@ libsvm give-ups differ).
 * ``outlier_path_musk``: Outlier-Path (variant s, linear kernel, C 1) on 640 rows of musk (the
   training rows of a 1,600-row subsample under Outlier-Path Table 2's 40 % split), 15 % flipped;
 * ``outlier_path_musk_factor``: the same on 1,320 rows (half the Table 2 cell's training rows);
+* ``outlier_path_musk_extended``: the same on 2,638 rows (the Table 2 cell's training rows);
 * ``cccp_smo_musk``: the CCCP baseline's SMO fallback on a subproblem of the musk cell's size;
 * ``acs_pendigits``: the ACS baseline, RBF kernel, linear SP, on the training rows of run 1 of the
   Table 2 pendigits (20 % noise) cell, first 4 ages: the family where guess-and-check gives up on
@@ -184,35 +185,48 @@ def musk(n: int = 640) -> tuple[np.ndarray, np.ndarray]:
     return X, y
 
 
-#: Outlier-Path's routes: (active-set gathers compiled?, margins through the linear kernel's factor X?)
-GATHER_ROUTES = {"numpy_gathers": (False, False), "compiled_gathers": (True, False)}
-FACTOR_ROUTES = {"through_K": (True, False), "through_X": (True, True)}
+#: Outlier-Path's routes: (active-set gathers compiled?, margins through the linear kernel's factor X?,
+#: extended-precision right-hand sides over the non-zero fixed coefficients only?)
+GATHER_ROUTES = {"numpy_gathers": (False, False, True), "compiled_gathers": (True, False, True)}
+FACTOR_ROUTES = {"through_K": (True, False, True), "through_X": (True, True, True)}
+EXTENDED_ROUTES = {"all_fixed_extended": (True, True, False), "nonzero_fixed_extended": (True, True, True)}
+
+
+def all_fixed_part_hi(QAF: np.ndarray, yF: np.ndarray, af: np.ndarray) -> tuple[np.ndarray, np.longdouble]:
+    """The route before dd33245 (:func:`~spl_bench.methods.outlier_path.path.fixed_part_hi` over every
+    fixed coefficient, zeros included)."""
+    afl = af.astype(np.longdouble)
+    return QAF.astype(np.longdouble) @ afl, yF.astype(np.longdouble) @ afl
 
 
 def outlier_path_case(name: str = "outlier_path_musk", n: int = 640,
-                      routes: dict[str, tuple[bool, bool]] = GATHER_ROUTES) -> list[dict]:
+                      routes: dict[str, tuple[bool, bool, bool]] = GATHER_ROUTES) -> list[dict]:
     """Outlier-Path (variant s, linear kernel, C 1) on ``n`` of :func:`musk`'s rows, by each route:
     the engine's active-set gathers by numpy's fancy indexing (``numpy_gathers``) or compiled
     (``compiled_gathers``), both with the margins ``Q a`` through Q, bit-identical; or the margins
     through Q (``through_K``) or through ``Z = diag(y) X`` (``through_X``, the default for a linear
     kernel with 2d < n), which round differently: ``same_events`` there compares the breakpoints'
-    parameters and coefficients within 1e-8."""
+    parameters and coefficients within 1e-8; or the extended-precision right-hand sides of the
+    ill-conditioned active systems over every fixed coefficient (``all_fixed_extended``) or over the
+    non-zero ones (``nonzero_fixed_extended``, the default), bit-identical."""
     from spl_bench.methods.outlier_path import estimators
+    from spl_bench.methods.outlier_path import path as op_path
     from spl_bench.methods.outlier_path.estimators import OutlierPath
     from spl_bench.methods.outlier_path.path import _Engine
 
     X, y = musk(n)
     unit = lu_unit(X.shape[1] + 1)
     out, ref = [], None
-    for route, (compiled, through_x) in routes.items():
+    for route, (compiled, through_x, nonzero_hi) in routes.items():
         t = time.process_time()
         with (patch.object(_Engine, "compiled_gathers", compiled),
-              patch.object(estimators, "linear_factor", estimators.linear_factor if through_x else lambda k, X: None)):
+              patch.object(estimators, "linear_factor", estimators.linear_factor if through_x else lambda k, X: None),
+              patch.object(op_path, "fixed_part_hi", op_path.fixed_part_hi if nonzero_hi else all_fixed_part_hi)):
             est = OutlierPath(model_params={"kernel": "linear", "C": 1.0}, variant="s", C_grid=[1.0]).fit(X, y)
         cpu = time.process_time() - t
         bps = [(bp.param, bp.b, bp.alpha) for p in est.paths_ for bp in p.breakpoints]
         ref = bps if ref is None else ref
-        exact = routes is GATHER_ROUTES
+        exact = routes is not FACTOR_ROUTES
         same = len(bps) == len(ref) and all(
             (a[0] == b[0] and a[1] == b[1] and np.array_equal(a[2], b[2])) if exact else
             (np.isclose(a[0], b[0], rtol=1e-8, atol=1e-10) and np.allclose(a[2], b[2], rtol=0.0, atol=1e-8))
@@ -340,6 +354,7 @@ CASES = {
                                           kernel="linear", C=0.4),
     "outlier_path_musk": outlier_path_case,
     "outlier_path_musk_factor": lambda: outlier_path_case("outlier_path_musk_factor", 1320, FACTOR_ROUTES),
+    "outlier_path_musk_extended": lambda: outlier_path_case("outlier_path_musk_extended", 2638, EXTENDED_ROUTES),
     "cccp_smo_musk": cccp_smo_case,
     "acs_pendigits": acs_pendigits_case,
 }
