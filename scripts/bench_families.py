@@ -377,7 +377,9 @@ def main() -> None:
     df.to_csv(out / f"{args.stem}.csv", index=False)
     md = [f"# Cost families' proxies ({time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()})",
           "", "`python scripts/bench_families.py`; LU units: CPU seconds over one dense d x d LU in the same "
-          "process.", "", to_markdown(df.round(3)), ""]
+          "process; warm_units: the part of them in GAGA's ACS warm starts (the initial fit and the restarts "
+          "after jumps); same_events: the route's events against the case's first route.", "",
+          to_markdown(df.round(3)), ""]
     (out / f"{args.stem}.md").write_text("\n".join(md))
     print(df.round(3).to_string(index=False))
 
