@@ -112,7 +112,8 @@ def kkt_apply(M: Array, factor: tuple[Array, Array, float], rhs: Array,
         r_hi = rhs_hi() if rhs_hi is not None else rhs.astype(np.longdouble)
         M_hi = M.astype(np.longdouble)
         for _ in range(4):
-            res = r_hi - M_hi @ x.astype(np.longdouble)
+            # np.dot: the same ordered long-double sums as ``@`` (which accumulates through memory)
+            res = r_hi - np.dot(M_hi, x.astype(np.longdouble))
             dx, _ = lapack.dgetrs(lu, piv, res.astype(float))
             x = x + dx
             if np.abs(dx).max(initial=0.0) <= 1e-15 * max(1.0, float(np.abs(x).max(initial=0.0))):
@@ -129,11 +130,12 @@ def fixed_part_hi(QAF: Array, yF: Array, af: Array) -> tuple[NDArray[np.longdoub
     Only the non-zero ``a_F`` enter (most fixed points sit at ``a_i = 0``, the set R): numpy sums
     long-double products one after the other from +0 (no BLAS for the type), and adding an exact
     zero product leaves such a sum unchanged, so the result is the full product's, bit for bit,
-    at a fraction of the gathers and products.
+    at a fraction of the gathers and products.  ``np.dot`` forms the same ordered sums as ``@`` in a
+    register instead of through memory (about 1.6 times faster for long doubles).
     """
     nz = np.flatnonzero(af)
     afl = af[nz].astype(np.longdouble)
-    return QAF[:, nz].astype(np.longdouble) @ afl, yF[nz].astype(np.longdouble) @ afl
+    return np.dot(QAF[:, nz].astype(np.longdouble), afl), np.dot(yF[nz].astype(np.longdouble), afl)
 
 
 def kkt_solve(M: Array, rhs: Array, rhs_hi: Callable[[], NDArray[np.longdouble]] | None = None) -> Array:
@@ -589,8 +591,8 @@ class _Engine:
         def rhs_hi() -> NDArray[np.longdouble]:
             dl = dn.astype(np.longdouble)
             r = np.empty(A.size + 1, dtype=np.longdouble)
-            r[:-1] = -(QAn.astype(np.longdouble) @ dl)
-            r[-1] = -(self.y[nz].astype(np.longdouble) @ dl)
+            r[:-1] = -np.dot(QAn.astype(np.longdouble), dl)
+            r[-1] = -np.dot(self.y[nz].astype(np.longdouble), dl)
             return r
 
         sol = self._solve(A, rhs, rhs_hi)
