@@ -9,6 +9,7 @@ packages and may import all of them; ``gaga/core`` imports neither ``gaga/glm`` 
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -209,7 +210,7 @@ def _run(tr: _Tracker, lam_min: float, lam_max: float, init: Params | None, opts
     # many small dense solves: one BLAS thread is faster, and much faster on a loaded machine
     with threadpool_limits(limits=opts.blas_threads, user_api="blas"):
         if saved is None:
-            tr.start(lam_min, init)
+            tr.start(lam_min, init, lam_max)
         tr.follow(lam_max, after_segment)
     if file is not None:
         file.unlink(missing_ok=True)
@@ -244,8 +245,15 @@ def _meta(mdl: Model, spr: SPRegularizer, X: Array, lam_min: float, lam_max: flo
         "n_acs_skips": tr.n_acs_skips,
         "n_acs_skipped": tr.n_acs_skipped,
         "n_polish_cycles": tr.n_polish_cycles,
+        "start_lam": float(tr.start_lam) if np.isfinite(tr.start_lam) else lam_min,
+        "n_degenerate_acs": tr.n_degenerate_acs,
+        "degenerate_reason": tr.degenerate_reason,
     }
     meta.update(system.info())
+    if tr.n_lstsq > max(opts.lstsq_warn_min, opts.lstsq_warn_share * tr.n_rhs):
+        # J singular on most of the path: a degenerate point (w = 0 at a huge |b|) or duplicated data
+        warnings.warn(f"GAGA: {tr.n_lstsq} of {tr.n_rhs} right-hand sides solved by least squares (J singular; "
+                      "meta['n_lstsq'])", RuntimeWarning, stacklevel=3)
     return meta
 
 

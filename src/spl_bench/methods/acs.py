@@ -121,6 +121,11 @@ class ACS(SPLEstimator):
         creeps along one affine piece (no set changes) by extrapolating them
         (:mod:`spl_bench.gaga.core.acs_skip`, as GAGA's warm starts do); ACS's own iterations
         make every set change.  ``False``: every iteration is computed (``docs/acs.md``).
+    drop_degenerate : bool
+        An age whose ACS ends on a degenerate partial optimum (a single class selected, after a
+        second try from the v = 1 fit: a constant predictor whose KKT conditions hold) is no
+        candidate, unless every age is (``run_info()["n_degenerate_ages"]``; ``docs/acs.md``).
+        ``False``: every age is a candidate, and ACS warm-starts from every age's point.
     """
 
     def __init__(
@@ -138,6 +143,7 @@ class ACS(SPLEstimator):
         kkt_tol: float = 1e-7,
         inner_solver: str = "exact",
         acs_skip: bool = True,
+        drop_degenerate: bool = True,
     ) -> None:
         super().__init__(model=model, model_params=model_params, sp=sp, sp_params=sp_params)
         self.lam_min = lam_min
@@ -149,6 +155,7 @@ class ACS(SPLEstimator):
         self.kkt_tol = kkt_tol
         self.inner_solver = inner_solver
         self.acs_skip = acs_skip
+        self.drop_degenerate = drop_degenerate
 
     def ages(self) -> Array:
         """The grid of ages this estimator visits."""
@@ -166,26 +173,42 @@ class ACS(SPLEstimator):
             sp.check_lam(lam)
         fits, self.inner_solver_used_ = make_inner_solver(self.inner_solver, self.model_, X, y)
         self.inner_ = fits
-        params = fits.fit_weighted(X, y, np.ones(len(y)))
+        plain = fits.fit_weighted(X, y, np.ones(len(y)))
+        params = plain
         self.lambdas_ = grid
-        self.candidate_models_ = []
+        models: list[Params] = []
         self.v_path_ = np.empty((len(grid), len(y)))
         self.n_iter_ = np.empty(len(grid), dtype=int)
         self.converged_ = np.empty(len(grid), dtype=bool)
         self.kkt_ = np.empty(len(grid))
+        self.degenerate_ = np.zeros(len(grid), dtype=bool)
         skip = AffineSkip() if self.acs_skip else None
         self.skip_ = skip
         for k, lam in enumerate(grid):
-            params, v, it, ok = acs_solve(
-                fits, sp, X, y, float(lam), params, self.tol, self.max_iter, self.kkt_tol, skip
-            )
-            self.candidate_models_.append(params)
+            out = acs_solve(fits, sp, X, y, float(lam), params, self.tol, self.max_iter, self.kkt_tol, skip)
+            if self.drop_degenerate and self.model_.degenerate_selection(y, out[1]) and params is not plain:
+                # a single class selected: ACS from the v = 1 fit instead (the first age's start)
+                out = acs_solve(fits, sp, X, y, float(lam), plain, self.tol, self.max_iter, self.kkt_tol, skip)
+            p, v, it, ok = out
+            self.degenerate_[k] = self.model_.degenerate_selection(y, v)
+            # the next age starts from this one, unless it is degenerate (then from the v = 1 fit)
+            params = plain if self.degenerate_[k] and self.drop_degenerate else p
+            models.append(p)
             self.v_path_[k] = v
             self.n_iter_[k] = it
             self.converged_[k] = ok
-            self.kkt_[k] = fits.kkt_violation(params, X, y, v)
+            self.kkt_[k] = fits.kkt_violation(p, X, y, v)
             self._progress("acs", done=k + 1, total=len(grid), lam=float(lam))
-        self.candidate_params_ = [{"lam": float(lam)} for lam in grid]
+        # degenerate partial optima (a constant predictor, docs/acs.md) are no candidates, unless
+        # every age is one; run_info counts them
+        # every per-age attribute (lambdas_, v_path_, ...) is over the candidates' ages
+        keep = ~self.degenerate_ if self.drop_degenerate and not self.degenerate_.all() else np.ones(len(grid), bool)
+        self.dropped_ages_ = grid[~keep]
+        self.lambdas_ = grid[keep]
+        self.v_path_, self.n_iter_ = self.v_path_[keep], self.n_iter_[keep]
+        self.converged_, self.kkt_, self.degenerate_ = self.converged_[keep], self.kkt_[keep], self.degenerate_[keep]
+        self.candidate_models_ = [m for m, ok in zip(models, keep, strict=True) if ok]
+        self.candidate_params_ = [{"lam": float(lam)} for lam in self.lambdas_]
 
     def run_info(self) -> dict[str, Any]:
         return {
@@ -193,6 +216,8 @@ class ACS(SPLEstimator):
             "acs_iters_mean": float(self.n_iter_.mean()),
             "acs_not_converged": int((~self.converged_).sum()),
             "kkt_max": float(self.kkt_.max()),
+            # ages dropped as degenerate, and degenerate ages kept (every age was one, or drop_degenerate=False)
+            "n_degenerate_ages": int(len(self.dropped_ages_) + self.degenerate_.sum()),
             "inner_solver": self.inner_solver_used_,
             "acs_skips": self.skip_.n_skips if self.skip_ is not None else 0,
             "acs_skipped": self.skip_.n_skipped if self.skip_ is not None else 0,

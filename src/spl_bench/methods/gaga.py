@@ -60,6 +60,12 @@ class GAGA(SPLEstimator):
         :mod:`spl_bench.gaga.core.checkpoint`).  Does not change the path.
     checkpoint_every : float
         Seconds between two checkpoints.
+    degenerate_start : {"advance", "lam_min"}
+        Where ACS from the v = 1 fit ends on a degenerate partial optimum at ``lam_min`` (a single
+        class selected: a constant predictor whose KKT conditions hold), ``"advance"`` starts
+        the path at the first age where it does not (``run_info()["start_lam"]``);
+        ``"lam_min"`` starts at ``lam_min`` whatever ACS gives there (``docs/gaga.md``,
+        "Degenerate partial optima").
     blas_threads : int
         BLAS threads while the path is computed (the factorisations of ``J_theta`` and the Gram
         products of large paths; the BLAS library must have been started with at least this
@@ -86,6 +92,7 @@ class GAGA(SPLEstimator):
         acs_skip: bool = True,
         checkpoint_dir: str | None = None,
         checkpoint_every: float = 600.0,
+        degenerate_start: str = "advance",
         blas_threads: int = 1,
     ) -> None:
         super().__init__(model=model, model_params=model_params, sp=sp, sp_params=sp_params)
@@ -103,6 +110,7 @@ class GAGA(SPLEstimator):
         self.acs_skip = acs_skip
         self.checkpoint_dir = checkpoint_dir
         self.checkpoint_every = checkpoint_every
+        self.degenerate_start = degenerate_start
         self.blas_threads = blas_threads
 
     def _fit(self, X: Array, y: Array) -> None:
@@ -110,13 +118,16 @@ class GAGA(SPLEstimator):
         lam_max = check_positive("lam_max", self.lam_max)
         if lam_min >= lam_max:
             raise ConfigError(f"lam_min ({lam_min}) must be smaller than lam_max ({lam_max})")
+        if self.degenerate_start not in ("advance", "lam_min"):
+            raise ConfigError(f"degenerate_start must be 'advance' or 'lam_min', got {self.degenerate_start!r}")
         opts = EngineOptions(method=str(self.ode_method), rtol=float(self.rtol), atol=float(self.atol),
                              max_step=float(self.max_step), delta=check_positive("jump_delta", self.jump_delta),
                              acs_extrapolate=bool(self.acs_extrapolate),
                              svm_active_set=bool(self.svm_active_set), acs_skip=bool(self.acs_skip),
                              checkpoint_dir=None if self.checkpoint_dir is None else str(self.checkpoint_dir),
                              checkpoint_every=check_positive("checkpoint_every", self.checkpoint_every),
-                             blas_threads=check_int("blas_threads", self.blas_threads, minimum=1))
+                             blas_threads=check_int("blas_threads", self.blas_threads, minimum=1),
+                             degenerate_start=str(self.degenerate_start))
 
         interval, next_at = engine.PROGRESS_INTERVAL, -np.inf
 
@@ -176,4 +187,9 @@ class GAGA(SPLEstimator):
             "n_resumes": int(self.path_.meta["n_resumes"]),
             "n_solver_steps": int(self.path_.meta["n_solver_steps"]),
             "n_failed_warm_starts": int(self.path_.meta["n_failed_warm_starts"]),
+            # a degenerate start moved (docs/gaga.md "Degenerate partial optima"), J singular
+            "start_lam": float(self.path_.meta["start_lam"]),
+            "n_degenerate_acs": int(self.path_.meta["n_degenerate_acs"]),
+            "n_lstsq": int(self.path_.meta["n_lstsq"]),
+            **({"degenerate_reason": r} if (r := self.path_.meta["degenerate_reason"]) else {}),
         }

@@ -110,6 +110,21 @@ class Model(Described, ABC):
         """Maximum relative violation of the KKT conditions of the v-weighted problem."""
 
     # --------------------------------------------------------------- derived
+    def degenerate_selection(self, y: Array, v: Array) -> bool:
+        """Whether the weights ``v`` leave a v-weighted problem whose fit is degenerate.
+
+        Classification: the samples with ``v_i > 0`` hold fewer than two classes.  The
+        v-weighted logistic problem then has no finite minimiser (``b`` is not penalised, so
+        ``b -> ±inf`` with ``w = 0``; the model's solver stops at ``|b| = 50``), and the SVM's
+        dual forces ``a = 0`` (``sum_i a_i y_i = 0``): a constant predictor either way.  Such
+        a point passes every KKT check of the v-weighted problem (``docs/gaga.md``, "Degenerate
+        partial optima").  Regression: no sample selected (``w = 0``).
+        """
+        sel = np.asarray(y)[np.asarray(v) > 0]
+        if self.task == "classification":
+            return bool(np.unique(sel).size < 2)
+        return bool(sel.size == 0)
+
     def predict(self, params: Params, X: Array) -> Array:
         """Predicted target (regression) or label in {-1, +1} (classification)."""
         f = self.decision_function(params, X)

@@ -147,5 +147,14 @@ class _CriticalPoints:
             warnings.warn(f"GAGA: no consistent partial optimum found after the jump at lam={lam:.6g}; "
                           "the path continues from the best ACS point (see meta['n_failed_warm_starts'])",
                           RuntimeWarning, stacklevel=2)
+        if self.degenerate(new_lam):
+            # one class left after the jump: ACS from the v = 1 fit instead (the start's rule)
+            self.n_degenerate_acs += 1
+            self.warm_start(new_lam, self.sys.initial_fit())
+            if self.degenerate(new_lam):
+                self.n_degenerate_acs += 1
+                warnings.warn(f"GAGA: the partial optimum after the jump at lam={lam:.6g} selects a single class, "
+                              "from the last point and from the v = 1 fit (meta['n_degenerate_acs'])",
+                              RuntimeWarning, stacklevel=2)
         self.record(new_lam, "after")
         return new_lam

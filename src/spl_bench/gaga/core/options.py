@@ -56,10 +56,19 @@ class EngineOptions:
     # (:func:`age_path`); None: no checkpoints
     checkpoint_dir: str | None = None
     checkpoint_every: float = 600.0
+    # the start when ACS from the v = 1 fit ends on a degenerate partial optimum at lam_min (one class
+    # selected, Model.degenerate_selection): "advance" starts the path at the first age where it
+    # does not (scanned, then bisected to ``start_rtol``; docs/gaga.md "Degenerate partial
+    # optima"); "lam_min" starts at lam_min whatever ACS gives there (the rows before 2026-11-28)
+    degenerate_start: str = "advance"
+    start_rtol: float = 1e-2
+    # warn when more right-hand sides than this share (and ``lstsq_warn_min``) were solved by least squares
+    lstsq_warn_share: float = 0.1
+    lstsq_warn_min: int = 50
 
 
 #: options that do not change the path (left out of the checkpoint key)
-_RUN_ONLY_OPTIONS = ("checkpoint_dir", "checkpoint_every", "blas_threads")
+_RUN_ONLY_OPTIONS = ("checkpoint_dir", "checkpoint_every", "blas_threads", "lstsq_warn_share", "lstsq_warn_min")
 
 #: scipy ODE solvers the engine can drive step by step (``EngineOptions.method``)
 ODE_SOLVERS: dict[str, type[OdeSolver]] = {"LSODA": LSODA, "BDF": BDF, "RK45": RK45, "DOP853": DOP853}

@@ -126,6 +126,9 @@ class _Tracker(_Stepping, _CriticalPoints, _Events, _WarmStarts, _PathEquation):
         self.n_acs_skips = 0  # affine extrapolations in warm starts (acs_skip_ahead)
         self.n_acs_skipped = 0  # ACS iterations they skipped (a jump to a piece's fixed point: not counted)
         self.n_resumes = 0  # times the computation was resumed from a checkpoint (age_path)
+        self.n_degenerate_acs = 0  # ACS runs (start, scans, warm starts) that ended on a degenerate point
+        self.start_lam = np.nan  # the age the path starts at (lam_min unless a degenerate start moved it)
+        self.degenerate_reason = ""  # why the path is degenerate, when it is (one line)
         # the segment loop's position (follow): age reached, latest event age, repeats at that age
         self.lam = -np.inf
         self.last_event = -np.inf
@@ -140,18 +143,32 @@ class _Tracker(_Stepping, _CriticalPoints, _Events, _WarmStarts, _PathEquation):
         self._progress_lam = -np.inf  # the furthest age reported
 
     # ----------------------------------------------------------------- main
-    def start(self, lam_min: float, init: Params | None) -> None:
-        """The first point: ACS's partial optimum at ``lam_min``."""
+    def start(self, lam_min: float, init: Params | None, lam_max: float | None = None) -> float:
+        """The first point: ACS's partial optimum at ``lam_min``; returns the age the path starts at.
+
+        Where ACS from ``init`` (default: the v = 1 fit, as the authors' driver starts from the
+        plain model's losses) ends on a degenerate partial optimum at ``lam_min`` (one class
+        selected: :meth:`~spl_bench.models.base.Model.degenerate_selection`) and
+        ``EngineOptions.degenerate_start`` is ``"advance"``, the path starts at the first age
+        up to ``lam_max`` where it does not (:meth:`first_proper_age`); ``meta["start_lam"]``.
+        """
         if init is None:
             init = self.sys.initial_fit()
         # the start is ACS's own partial optimum (a polish straight from the v = 1 fit can
         # land on another one): ACS first, Newton only once ACS contracts
         self.warm_start(lam_min, init, polish_first=False)
+        lam0 = lam_min
+        if self.degenerate(lam_min):
+            self.n_degenerate_acs += 1
+            if self.o.degenerate_start == "advance" and lam_max is not None:
+                lam0 = self.first_proper_age(lam_min, lam_max, init)
+        self.start_lam = lam0
         self.n_restarts = 0
-        self.record(lam_min, "start")
-        self.lam = lam_min
+        self.record(lam0, "start")
+        self.lam = lam0
         self.last_event = -np.inf
         self.repeats = 0
+        return lam0
 
     def follow(self, lam_max: float, after_segment: Callable[[], None] | None = None) -> None:
         """Segment after segment from ``self.lam`` to ``lam_max``; ``after_segment`` is called

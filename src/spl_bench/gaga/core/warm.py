@@ -10,6 +10,7 @@ where the ACS map is affine (:meth:`~_WarmStarts.acs_skip_ahead`) and, opt-in, o
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import replace
 
 import numpy as np
@@ -47,6 +48,62 @@ class _WarmStarts:
     #: trial polishes given up because the re-assignment of the sets cycled (:meth:`polish`);
     #: a class default, so that a tracker pickled before the counter existed still resumes
     n_polish_cycles = 0
+    #: ACS runs that ended on a degenerate partial optimum (:meth:`degenerate`), the age the path
+    #: starts at and why the path is degenerate (class defaults, as ``n_polish_cycles``)
+    n_degenerate_acs = 0
+    start_lam = np.nan
+    degenerate_reason = ""
+
+    def degenerate(self, lam: float) -> bool:
+        """Whether the current point is a degenerate partial optimum at ``lam``: ``v*(ell, lam)``
+        selects one class only (:meth:`~spl_bench.models.base.Model.degenerate_selection`), where
+        the v-weighted fit is a constant predictor although its KKT conditions hold."""
+        v = self.sp.v_star(self.sys.losses(self.sys.params()), lam)
+        return self.model.degenerate_selection(self.y, v)
+
+    def first_proper_age(self, lam_min: float, lam_max: float, init: Params) -> float:
+        """The first age in ``(lam_min, lam_max]`` where ACS from ``init`` ends on a partial optimum
+        that is not degenerate; the tracker is left at that point.
+
+        Ages ``lam_min * 2**(k/4)`` are tried in turn (ACS from ``init`` at each, as at the start),
+        then the interval between the last degenerate age and the first proper one is bisected to
+        ``EngineOptions.start_rtol``.  Where every age tried is degenerate, the tracker is left at
+        ``lam_min`` (the degenerate start) and :attr:`degenerate_reason` says so.
+        """
+        o = self.o
+        lo, hi, lam = lam_min, np.nan, lam_min
+        while lam < lam_max:
+            lam = min(lam * 2.0 ** 0.25, lam_max)
+            self.warm_start(lam, init, polish_first=False)
+            if not self.degenerate(lam):
+                hi = lam
+                break
+            self.n_degenerate_acs += 1
+            lo = lam
+        if np.isnan(hi):
+            self.degenerate_reason = (
+                f"ACS from the v = 1 fit selects a single class at every age tried in [{lam_min:.4g}, "
+                f"{lam_max:.4g}]: no two-class partial optimum was found on the range")
+            warnings.warn(f"GAGA: {self.degenerate_reason}; the path is a constant predictor",
+                          RuntimeWarning, stacklevel=3)
+            self.warm_start(lam_min, init, polish_first=False)
+            return lam_min
+        at = hi  # the age the tracker's point belongs to
+        while hi - lo > o.start_rtol * hi:
+            mid = 0.5 * (lo + hi)
+            self.warm_start(mid, init, polish_first=False)
+            at = mid
+            if self.degenerate(mid):
+                self.n_degenerate_acs += 1
+                lo = mid
+            else:
+                hi = mid
+        if at != hi:
+            self.warm_start(hi, init, polish_first=False)
+        warnings.warn(f"GAGA: ACS from the v = 1 fit selects a single class at lam_min={lam_min:.4g}; the path "
+                      f"starts at lam={hi:.4g}, the first age where it does not (meta['start_lam'])",
+                      RuntimeWarning, stacklevel=3)
+        return hi
 
     def warm_start(self, lam: float, params: Params, polish_first: bool = True) -> bool:
         """ACS from ``params`` at ``lam`` (GAGA Algorithm 2, line 8), finished by Newton.
