@@ -85,7 +85,10 @@ def test_friedman_statistic_and_ranks_match_the_formula():
     pd.testing.assert_series_equal(rt.ranks, ranks.mean(), check_names=False)
     higher = sig.rank_test(means, higher_better=True)
     pd.testing.assert_series_equal(higher.ranks, (k + 1) - ranks.mean(), check_names=False)
-    assert rt.nemenyi.shape == (4, 4) and np.allclose(np.diag(rt.nemenyi), 1.0)
+    # Nemenyi only where the Friedman test rejects
+    assert rt.nemenyi.shape == ((4, 4) if rt.p_value < sig.ALPHA else (0, 0)) and rt.rejected == (rt.p_value < 0.05)
+    clear = sig.rank_test(means.assign(w=means["w"] - 10.0, x=means["x"] - 5.0), higher_better=False)
+    assert clear.rejected and clear.nemenyi.shape == (4, 4) and np.allclose(np.diag(clear.nemenyi), 1.0)
     two = sig.rank_test(means[["w", "x"]], False)  # two methods: the Wilcoxon test of the row means
     assert two.test == "wilcoxon" and two.p_value == pytest.approx(_exact_signed_rank_p((means.w - means.x).to_numpy()))
     assert two.nemenyi.loc["w", "x"] == two.p_value and "Wilcoxon" in two.summary()
@@ -100,8 +103,10 @@ def test_a_clear_winner_is_marked_and_the_csv_has_the_issue_columns(tmp_path):
     fake_table2_rows(tmp_path, vals, {m: [x + 0.5 for x in v] for m, v in vals.items()})
     comp = cmp.compare_table("2", tmp_path)
     tests = comp.significance
-    assert list(tests.columns) == ["row", "noise_rate", "param", "selection", "method_a", "method_b", "n_pairs",
-                                   "mean_diff", "statistic", "p_value", "p_holm", "note"]  # fmt: skip
+    assert list(tests.columns) == ["row", "noise_rate", "param", "selection", "method_a", "method_b",
+                                   "higher_is_better", "n_pairs", "n_nonzero", "mean_diff", "median_diff",
+                                   "rank_biserial", "share_a_not_worse", "share_b_not_worse", "statistic", "p_value",
+                                   "p_method", "p_holm", "better", "significant", "pooled", "note"]  # fmt: skip
     music = tests[(tests["row"] == "music†") & (tests["selection"] == "validation")].set_index(["method_a", "method_b"])
     assert len(music) == 6 and (music["n_pairs"] == 8).all()
     # gaga is below acs on every seed: p = 2 / 2^8 before Holm's factor (6 pairs, all at that p)

@@ -18,7 +18,6 @@ the paper's spread).  Two selection rules come from the same fits:
 from __future__ import annotations
 
 import functools
-import itertools
 import json
 import math
 import re
@@ -31,13 +30,15 @@ import numpy as np
 import pandas as pd
 
 from spl_bench.paths import data_dir, repo_root
-from spl_bench.report import environments, significance
+from spl_bench.report import blocks, environments, page, significance
+from spl_bench.report.bands import AGREEMENT, FAR, agreement, beyond, within
+from spl_bench.report.direction import higher_is_better as _higher_better
 from spl_bench.report.lines import VARIED, table_lines
 from spl_bench.report.lines import clear_winner as _clear_winner
-from spl_bench.report.lines import higher_better as _higher_better
 from spl_bench.report.lines import line_param as _line_param
 from spl_bench.report.lines import per_method_params as _per_method_params
 from spl_bench.report.markdown import to_markdown
+from spl_bench.report.page import _best, _fmt, _order_mark, bar_figure, clean_lines, critical_point_figure
 from spl_bench.report.paper import load_paper
 
 #: table key -> (experiment config, paper, paper table number)
@@ -57,10 +58,6 @@ PAPER_NOTES = {
 }
 #: runs per cell in the papers (Outlier-Path: 10 repetitions; GAGA and DSPL: 20)
 PAPER_RUNS = {"gaga": 20, "outlier_path": 10, "dspl": 20}
-#: the paper's ordering of GAGA's methods, best first (checked per row where all four ran)
-GAGA_ORDER = ["gaga", "mospl", "acs", "original"]
-#: |z| above which a cell is explained by a known protocol difference (docs/protocol.md, "Fidelity")
-FAR = 3.0
 FIDELITY_NOTE = {
     "regression": "paper: authors' RMSE of a min-max scaled target, lasso without intercept; ours: MSE of the "
     "standardised target (docs/protocol.md#fidelity)",
@@ -139,11 +136,16 @@ def _our_key_param(frame: pd.DataFrame, table: int) -> pd.Series:
     return frame["params"].map(lambda p: float(json.loads(p).get("model", {}).get(name, np.nan)))
 
 
-def _test_selected(info: str) -> float:
+def _info_number(info: str, key: str) -> float:
+    """A number of a row's ``info`` (JSON); NaN where absent or unreadable."""
     try:
-        return float(json.loads(info).get("value_test_selected", np.nan))
-    except (TypeError, ValueError):
+        return float(json.loads(info).get(key, np.nan))
+    except (TypeError, ValueError, AttributeError):
         return float("nan")
+
+
+def _test_selected(info: str) -> float:
+    return _info_number(info, "value_test_selected")
 
 
 def _selections(main: pd.DataFrame) -> tuple[tuple[str, str], ...]:
@@ -164,6 +166,7 @@ def summarize_ours(frame: pd.DataFrame, table: int) -> pd.DataFrame:
     main["noise_rate"] = main["noise"].map(_noise_rate).round(4)
     main["pval"] = _our_key_param(main, table)
     main["value_test"] = main["info"].map(_test_selected)
+    main["n_candidates"] = main["info"].map(lambda i: _info_number(i, "n_candidates"))
     keys = ["dataset", "noise_rate", "pval", "method", "metric"]
     out = []
     for sel, col in _selections(main):
@@ -172,6 +175,7 @@ def summarize_ours(frame: pd.DataFrame, table: int) -> pd.DataFrame:
         s["selection"] = sel
         s["restarts_ours"] = main.groupby(keys, dropna=False)["n_restarts"].mean()
         s["time_s"] = main.groupby(keys, dropna=False)["time_s"].mean()
+        s["candidates"] = main.groupby(keys, dropna=False)["n_candidates"].mean()
         out.append(s.reset_index())
     return pd.concat(out, ignore_index=True)
 
@@ -209,8 +213,13 @@ class TableComparison:
     footer: str = ""  # Markdown: the environments of the rows (spl_bench.report.environments.footer)
     #: paired tests of every pair of methods per line and selection rule (significance.COLUMNS)
     significance: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=significance.COLUMNS))
-    #: Friedman + Nemenyi across the lines, per selection rule (only where >= 3 methods and 2 full lines)
+    #: Friedman + Nemenyi across the lines, per selection rule (only where >= 3 methods and 2 full lines,
+    #: and not for a sweep of one data set: :mod:`spl_bench.report.blocks`)
     ranks: dict[str, significance.RankTest] = field(default_factory=dict)
+    #: the table's lines in the paper's order, with their data set and whether they may be pooled
+    lines: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: one value per (line, method, seed, selection rule): what the tests ran on (:func:`seed_values`)
+    values: pd.DataFrame = field(default_factory=pd.DataFrame)
     #: cells pooling rows of different library versions or BLAS kernel families
     mixed: list[str] = field(default_factory=list)
 
@@ -247,10 +256,18 @@ def compare_table(key: str, rows_root: Path | None = None, failures: dict | None
     values = pd.concat([seed_values(r, table, pap, str(r["variant"].iloc[0])) for r in raw], ignore_index=True) \
         if raw else pd.DataFrame(columns=[*LINE_KEYS, "method", "seed", "value"])  # fmt: skip
     order = [m for m in dict.fromkeys(pap["method"])]
-    tests = significance.paired_tests(values, LINE_KEYS, order)[significance.COLUMNS]
+    frame = blocks.line_frame(paper_lines(pap, table))
+    tests = blocks.mark_pooled(significance.paired_tests(values, LINE_KEYS, order), frame)[significance.COLUMNS]
     return TableComparison(key, experiment, paper, table, cells, footer=environments.footer(rows, keys),
                            mixed=environments.mixed_cells(rows, keys), significance=tests,
-                           ranks=_rank_tests(cells))  # fmt: skip
+                           ranks=blocks.rank_tests(values, frame, SELECTIONS), lines=frame, values=values)  # fmt: skip
+
+
+def paper_lines(pap: pd.DataFrame, table: int) -> pd.DataFrame:
+    """The paper's cells of a table with the keys of their line (as the paired tests name it) and data set."""
+    rows = [_row_label(p, r, d) for p, r, d in zip(pap["paper"], pap["row"], pap["dataset"], strict=True)]
+    return pd.DataFrame({"row": rows, "noise_rate": pap["noise_rate"].astype(float).round(4),
+                         "param": [_line_param(table, p) for p in pap["param"]], "dataset": pap["dataset"]})
 
 
 def _as_rmse(rows: pd.DataFrame) -> pd.DataFrame:
@@ -283,7 +300,7 @@ def seed_values(frame: pd.DataFrame, table: int, pap: pd.DataFrame, variant: str
     """
     main = frame[~frame["metric"].astype(str).str.startswith("selection_")].copy()
     if main.empty:
-        return pd.DataFrame(columns=[*LINE_KEYS, "method", "seed", "value"])
+        return pd.DataFrame(columns=[*LINE_KEYS, "method", "seed", "value", "higher_is_better", "dataset"])
     main["noise_rate"] = main["noise"].map(_noise_rate).round(4)
     main["pkey"] = _our_key_param(main, table).round(10).fillna(-1.0)
     lines = pap.assign(pkey=pd.to_numeric(pap["pval"], errors="coerce").round(10).fillna(-1.0),
@@ -291,7 +308,11 @@ def seed_values(frame: pd.DataFrame, table: int, pap: pd.DataFrame, variant: str
     lines["row"] = [_row_label(p, r, d) for p, r, d in zip(lines["paper"], lines["row"], lines["dataset"], strict=True)]
     lines = lines[["row", "dataset", "noise_rate", "pkey", "method", "metric", "line_param"]]
     lines = lines.rename(columns={"metric": "paper_metric"})  # fmt: skip
+    empty = pd.DataFrame(columns=[*LINE_KEYS, "method", "seed", "value", "higher_is_better", "dataset"])
     joined = main.merge(lines, on=["dataset", "noise_rate", "pkey", "method"], how="inner")
+    if joined.empty:
+        return empty
+    higher = joined["paper_metric"].map(_higher_better)  # each line's own direction
     out = []
     suffix = f"@{variant}" if variant else ""
     for sel, col in _selections(joined):
@@ -299,30 +320,9 @@ def seed_values(frame: pd.DataFrame, table: int, pap: pd.DataFrame, variant: str
         conv = [_convert(pm, om, v) for pm, om, v in zip(joined["paper_metric"], joined["metric"], vals, strict=True)]
         out.append(pd.DataFrame({"row": joined["row"], "noise_rate": joined["noise_rate"],
                                  "param": joined["line_param"], "selection": sel + suffix,
-                                 "method": joined["method"], "seed": joined["seed"], "value": conv}))  # fmt: skip
+                                 "method": joined["method"], "seed": joined["seed"], "value": conv,
+                                 "higher_is_better": higher, "dataset": joined["dataset"]}))  # fmt: skip
     return pd.concat(out, ignore_index=True).dropna(subset=["value"])
-
-
-def _line_means(cells: pd.DataFrame, selection: str) -> tuple[pd.DataFrame, bool]:
-    """Our mean per (line, method) of one selection rule, lines x methods, and whether higher is better."""
-    part = cells[(cells["selection"] == selection) & (cells["runs"] > 0)]
-    if part.empty:
-        return pd.DataFrame(), True
-    key = part["row"].astype(str) + "|" + part["noise_rate"].astype(str) + "|" + part["param"].astype(str)
-    if _per_method_params(cells[cells["selection"] == selection]):  # Table 7: one line per row and noise rate
-        key = part["row"].astype(str) + "|" + part["noise_rate"].astype(str)
-    means = part.assign(line=key).pivot_table(index="line", columns="method", values="ours_mean", aggfunc="first")
-    return means, _higher_better(str(part["metric"].iloc[0]))
-
-
-def _rank_tests(cells: pd.DataFrame) -> dict[str, significance.RankTest]:
-    out = {}
-    for sel in SELECTIONS:
-        means, better = _line_means(cells, sel)
-        rt = significance.rank_test(means, better) if len(means) else None
-        if rt is not None:
-            out[sel] = rt
-    return out
 
 
 def _model_key(params: str) -> str:
@@ -438,11 +438,13 @@ def _join(paper: str, table: int, pap: pd.DataFrame, ours: pd.DataFrame, name: s
             if len(hit):
                 h = hit.iloc[0]
                 rec.update(ours_mean=_convert(cell.metric, h["metric"], h["ours_mean"]), ours_std=h["ours_std"],
-                           runs=int(h["runs"]), ours_restarts=h["restarts_ours"], time_s=h["time_s"])  # fmt: skip
+                           runs=int(h["runs"]), ours_restarts=h["restarts_ours"], time_s=h["time_s"],
+                           candidates=h["candidates"])  # fmt: skip
             elif variant:
                 continue
             else:
-                rec.update(ours_mean=np.nan, ours_std=np.nan, runs=0, ours_restarts=np.nan, time_s=np.nan)
+                rec.update(ours_mean=np.nan, ours_std=np.nan, runs=0, ours_restarts=np.nan, time_s=np.nan,
+                           candidates=np.nan)
             if variant:
                 rec["selection"] = f"{sel}@{variant}"
             recs.append(rec)
@@ -459,10 +461,10 @@ def _status(r, failures: dict) -> tuple[str, str]:
             return known
         return "not_run", "no committed rows yet (scripts/reproduce_tables.py --plan shows what is left)"
     note = ""
-    if np.isfinite(r.z) and abs(r.z) > FAR and "@" not in r.selection:  # variants carry their own protocol
+    if np.isfinite(r.z) and beyond(r.z, FAR) and "@" not in r.selection:  # variants carry their own protocol
         task = "classification" if r.metric in ("accuracy", "test_error") else "regression"
         # noisy test labels lower the paper's accuracy: they explain ours above it, not below
-        ours_better = r.z > 0 if r.metric == "accuracy" else r.z < 0
+        ours_better = r.z > 0 if _higher_better(r.metric) else r.z < 0
         if task == "classification" and not ours_better:
             note = f"|z| > {FAR:g}, ours worse than the paper: " + _worse_reason(r)
         else:
@@ -474,21 +476,6 @@ def _status(r, failures: dict) -> tuple[str, str]:
     return "complete", note
 
 
-#: agreement of a cell with the paper, by |z| in paper stds (the reason column says why where beyond)
-AGREEMENT = ((1.0, "within 1 std"), (2.0, "within 2 stds"), (3.0, "within 3 stds"))
-
-
-def agreement(z: float) -> str:
-    """``within 1 std`` / ``within 2 stds`` / ``within 3 stds`` / ``beyond 3 stds`` of the paper;
-    ``–`` for a cell without runs or without a finite z (a paper std of 0 and equal means)."""
-    if not np.isfinite(z):
-        return "beyond 3 stds" if np.isinf(z) else "–"
-    for bound, label in AGREEMENT:
-        if abs(z) <= bound:
-            return label
-    return "beyond 3 stds"
-
-
 def _worse_reason(r: Any) -> str:
     """Why a classification cell is more than ``FAR`` paper stds worse than the paper, from what was
     measured: uniform flips that invert the classes; the paper above the plain model's clean-label
@@ -498,18 +485,12 @@ def _worse_reason(r: Any) -> str:
     clean, runs = float(getattr(r, "clean_mean", np.nan)), int(getattr(r, "clean_runs", 0) or 0)
     if runs and np.isfinite(clean) and r.paper_std > 0:
         gap = (r.paper_mean - clean) / r.paper_std * (1.0 if _higher_better(r.metric) else -1.0)
-        if gap > FAR:
+        if gap > 0 and beyond(gap, FAR):
             return FIDELITY_NOTE["clean_ceiling"].format(gap=gap, mean=clean, std=float(r.clean_std), runs=runs)
     az, aruns = float(getattr(r, "authors_z", np.nan)), int(getattr(r, "authors_runs", 0) or 0)
-    if aruns and np.isfinite(az) and abs(az) <= FAR:
+    if aruns and np.isfinite(az) and within(az, FAR):
         return FIDELITY_NOTE["authors_noise"].format(mean=float(r.authors_mean), runs=aruns, z=az)
     return FIDELITY_NOTE["worse"]
-
-
-def _fmt(mean: float, std: float, digits: int = 3) -> str:
-    if not np.isfinite(mean):
-        return "–"
-    return f"{mean:.{digits}f} ± {std:.{digits}f}" if np.isfinite(std) else f"{mean:.{digits}f}"
 
 
 def row_summary(cells: pd.DataFrame, selection: str, tests: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -528,10 +509,11 @@ def row_summary(cells: pd.DataFrame, selection: str, tests: pd.DataFrame | None 
         best_ours = _best(grp, "ours_mean", better)
         best_paper = _best(grp, "paper_mean", better)
         clear = _clear_winner(grp, tests, better)
+        rests = f" ▲ ({_rests_on(grp, tests, better)})" if clear else ""
         for r in grp.itertuples():
             ours = _fmt(r.ours_mean, r.ours_std) + (f" ({r.runs})" if r.runs else "")
             if r.method == best_ours:
-                ours = f"**{ours}**" + (" ▲" if clear else "")
+                ours = f"**{ours}**" + rests
             pap = _fmt(r.paper_mean, r.paper_std)
             if r.method == best_paper:
                 pap = f"**{pap}**"
@@ -550,22 +532,19 @@ def row_summary(cells: pd.DataFrame, selection: str, tests: pd.DataFrame | None 
     return frame
 
 
-def _best(grp: pd.DataFrame, col: str, better: bool) -> str | None:
-    vals = grp.dropna(subset=[col])
-    if vals.empty:
-        return None
-    return str(vals.loc[vals[col].idxmax() if better else vals[col].idxmin(), "method"])
-
-
-def _order_mark(grp: pd.DataFrame, better: bool) -> str:
-    """Whether our means keep the paper's ordering of GAGA, MOSPL, ACS, Original (where present)."""
-    have = {r.method: r.ours_mean for r in grp.itertuples() if np.isfinite(r.ours_mean)}
-    order = [m for m in GAGA_ORDER if m in set(grp["method"])]
-    if len(order) < 2 or any(m not in have for m in order):
-        return "–"
-    vals = [have[m] for m in order]
-    ok = all((a >= b) if better else (a <= b) for a, b in itertools.pairwise(vals))
-    return "yes" if ok else "no"
+def _rests_on(grp: pd.DataFrame, tests: pd.DataFrame | None, better: bool) -> str:
+    """What the ▲ of a line rests on: the best-against-second test's non-zero differences of the
+    paired seeds, its |rank-biserial correlation| and whether its p-value is exact."""
+    ranked = grp.dropna(subset=["ours_mean"]).sort_values("ours_mean", ascending=not better)
+    best, second = str(ranked["method"].iloc[0]), str(ranked["method"].iloc[1])
+    r0 = ranked.iloc[0]
+    line = tests[(tests["row"] == r0["row"]) & np.isclose(tests["noise_rate"].astype(float), float(r0["noise_rate"]))
+                 & (tests["param"].fillna("").astype(str) == _line_param(int(r0["table"]), r0["param"]))]  # fmt: skip
+    hit = line[((line["method_a"] == best) & (line["method_b"] == second))
+               | ((line["method_a"] == second) & (line["method_b"] == best))]  # fmt: skip
+    t = hit.iloc[0]
+    how = "exact" if str(t["p_method"]).startswith("exact") else "approx."
+    return f"{int(t['n_nonzero'])}/{int(t['n_pairs'])} non-zero, r {abs(float(t['rank_biserial'])):.2f}, {how}"
 
 
 def write_table(comp: TableComparison, out_root: Path, figures: bool = True) -> list[Path]:
@@ -580,20 +559,24 @@ def write_table(comp: TableComparison, out_root: Path, figures: bool = True) -> 
           "Best of each row in bold, in ours and in the paper. " + PAPER_NOTES.get(comp.paper, "")
           + "Generated by `scripts/reproduce_tables.py` from `results/rows/` and `results/paper/`; protocol "
           "differences in docs/protocol.md.\n"]  # fmt: skip
-    blocks = [("validation", "Age chosen on a validation split (default, honest)"),
+    sections = [("validation", "Age chosen on a validation split (default, honest)"),
               ("test", "Age chosen on the test split (the authors' code), same fits")]  # fmt: skip
     for variant in VARIANTS:
-        blocks += [(f"validation@{variant}", f"Protocol variant '{variant}' ({VARIANT_TITLES[variant]}), validation"),
-                   (f"test@{variant}", f"Protocol variant '{variant}', age chosen on the test split")]  # fmt: skip
+        sections += [(f"validation@{variant}", f"Protocol variant '{variant}' ({VARIANT_TITLES[variant]}), validation"),
+                     (f"test@{variant}", f"Protocol variant '{variant}', age chosen on the test split")]  # fmt: skip
     tests = comp.significance
-    for sel, title in blocks:
+    sweep = len(comp.lines) > 0 and blocks.is_sweep(comp.lines)
+    for sel, title in sections:
         if not (cells["selection"] == sel).any():
             continue
         md.append(f"\n## {title}\n\n")
         md.append(to_markdown(row_summary(cells, sel, tests[tests["selection"] == sel])))
         md.append(SIGNIFICANCE_NOTE)
+        md.append(page.candidates_line(cells, sel))
         if sel in comp.ranks:
             md.append(comp.ranks[sel].summary() + " Diagram: `critical_difference.png`.\n")
+        elif sweep and sel in SELECTIONS:
+            md.append(blocks.sweep_markdown(cells, tests[tests["selection"] == sel], comp.lines, comp.table, sel))
     ref = clean_lines(cells)
     if len(ref):
         md.append("\n## Clean-label reference\n\nEach row's plain model (Original) on the same splits with no "
@@ -621,102 +604,33 @@ def write_table(comp: TableComparison, out_root: Path, figures: bool = True) -> 
     if comp.ranks:
         written.append(significance.cd_figure(comp.ranks, f"{comp.paper} Table {comp.table}",
                                               out / "critical_difference.png"))  # fmt: skip
+    elif sweep:
+        written.append(blocks.sweep_figure(cells, tests, comp.lines, comp.table, f"{comp.paper} Table {comp.table}",
+                                               out / "sweep.png", SELECTIONS))  # fmt: skip
     return written
 
 
 SIGNIFICANCE_NOTE = (
-    "\n▲: the row's best mean is better than the second best by the Wilcoxon signed-rank test on the seeds "
-    "both ran (`scipy.stats.wilcoxon`, two-sided), Holm-corrected over the row's pairs of methods, "
-    "p < 0.05. Every pair's test is in `significance.csv` (fewer than 6 shared seeds: \"too few runs\").\n"
+    "\n▲: the row's best mean (in the row's own direction: higher accuracy, lower error) is better than the "
+    "second best by the Wilcoxon signed-rank test on the seeds both ran (`scipy.stats.wilcoxon`, two-sided), "
+    "Holm-corrected over the row's pairs of methods, p < 0.05, with at least 6 non-zero paired differences. "
+    "Beside ▲: the non-zero paired differences of the seeds both ran, |rank-biserial r| and whether p is exact. "
+    "Every pair's test is in `significance.csv`, with what it rests on: the non-zero differences, the median "
+    "difference, the rank-biserial correlation and whether the p-value is exact or the normal approximation "
+    "(fewer than 6 shared seeds: \"too few runs\"; docs/statistics.md).\n"
 )
-
-
-def clean_lines(cells: pd.DataFrame) -> pd.DataFrame:
-    """One line per table line (validation selection) that has a clean-label reference: the
-    reference, and the paper's best and Original means beside it."""
-    part = cells[cells["selection"] == "validation"]
-    if "clean_runs" not in part or not (part["clean_runs"] > 0).any():
-        return pd.DataFrame()
-    lines = []
-    for label, grp in table_lines(part):
-        g = grp[grp["clean_runs"] > 0]
-        if g.empty:
-            continue
-        first = g.iloc[0]
-        better = _higher_better(str(first["metric"]))
-        best = _best(grp, "paper_mean", better)
-        rec = {"row": label["row"]}
-        if "noise_rate" in label:
-            rec["noise"] = f"{label['noise_rate']:g}"
-        rec["param"] = label["param"]
-        clean = _fmt(first["clean_mean"], first["clean_std"])
-        rec["plain model, clean labels"] = f"{clean} ({int(first['clean_runs'])})"
-        orig = grp[grp["method"] == "original"]
-        rec["paper: original"] = _fmt(orig["paper_mean"].iloc[0], orig["paper_std"].iloc[0]) if len(orig) else "–"
-        if best is not None:
-            b = grp[grp["method"] == best].iloc[0]
-            rec["paper: best"] = f"{_fmt(b['paper_mean'], b['paper_std'])} ({best})"
-        lines.append(rec)
-    return pd.DataFrame(lines)
-
-
-def bar_figure(cells: pd.DataFrame, title: str, path: Path) -> None:
-    """Grouped bars per table row: ours (validation selection) solid, the paper's hatched, std as error bars."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    part = cells[cells["selection"] == "validation"]
-    rows = table_lines(part)
-    methods = list(dict.fromkeys(part["method"]))
-    ncol = min(4, len(rows))
-    nrow = math.ceil(len(rows) / ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(3.2 * ncol, 2.6 * nrow), squeeze=False)
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    refs: list[bool] = []
-    for ax, (label, grp) in zip(axes.flat, rows, strict=False):
-        grp = grp.set_index("method")
-        x = np.arange(len(methods))
-        for j, m in enumerate(methods):
-            if m not in grp.index:
-                continue
-            r = grp.loc[m]
-            c = colors[j % len(colors)]
-            ax.bar(x[j] - 0.2, r["ours_mean"], 0.4, yerr=r["ours_std"], color=c, capsize=2)
-            ax.bar(x[j] + 0.2, r["paper_mean"], 0.4, yerr=r["paper_std"], color="white", edgecolor=c,
-                   hatch="///", capsize=2)  # fmt: skip
-        clean = grp["clean_mean"].dropna() if "clean_mean" in grp else pd.Series(dtype=float)
-        if len(clean):  # the row's plain model on clean training labels
-            ax.axhline(float(clean.iloc[0]), color="0.4", linestyle="--", linewidth=0.8)
-            refs.append(True)
-        lows = pd.concat([grp["ours_mean"] - grp["ours_std"].fillna(0), grp["paper_mean"] - grp["paper_std"].fillna(0),
-                          clean])  # fmt: skip
-        if _higher_better(str(grp["metric"].iloc[0])) and lows.notna().any():
-            ax.set_ylim(bottom=max(0.0, float(lows.min()) - 0.05))  # accuracies: zoom onto the differences
-        ax.set_xticks(x, methods, rotation=45, ha="right", fontsize=7)
-        noise = f" noise {label['noise_rate']:g}" if "noise_rate" in label else ""
-        ax.set_title(f"{label['row']}{noise} {label['param']}".strip()[:40], fontsize=8)
-        ax.tick_params(axis="y", labelsize=7)
-    for ax in list(axes.flat)[len(rows):]:
-        ax.axis("off")
-    dashed = "; dashed: the plain model on clean labels" if refs else ""
-    fig.suptitle(f"{title}: ours (solid, validation selection) vs paper (hatched){dashed}", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 COVERAGE_COLUMNS = [
     "paper", "table", "dataset", "noise_rate", "method", "metric", "selection", "paper_mean", "paper_std",
     "ours_mean", "ours_std", "runs", "status", "agreement", "reason", "param", "row", "z", "within_1_std",
-    "clean_mean", "clean_std", "clean_runs",
+    "clean_mean", "clean_std", "clean_runs", "candidates",
 ]  # fmt: skip
 
 
 def coverage(comps: list[TableComparison]) -> pd.DataFrame:
     frame = pd.concat([c.cells for c in comps], ignore_index=True)
-    frame["within_1_std"] = (frame["z"].abs() <= 1.0).where(frame["z"].notna())
+    frame["within_1_std"] = within(frame["z"], 1.0).where(frame["z"].notna())
     return frame.reindex(columns=COVERAGE_COLUMNS)
 
 
@@ -752,7 +666,7 @@ def status_section(cov: pd.DataFrame) -> str:
     val = cov[cov["selection"].isin(["validation", "none"])]
     counts = val["status"].value_counts()
     ran = val[val["runs"] > 0]
-    within = int((ran["z"].abs() <= 1).sum())
+    close = int(within(ran["z"], 1.0).sum())
     far_agree = ran["agreement"] == "beyond 3 stds"
     lines = [
         "## Reproduction status",
@@ -775,8 +689,8 @@ def status_section(cov: pd.DataFrame) -> str:
         f"Complete and beyond 3 stds: {int(((ran['status'] == 'complete') & far_agree).sum())} cells "
         "(the reasons below).",
         "",
-        f"Of the {len(ran)} cells with runs, {within} are within one paper std of the paper's mean "
-        f"(|z| ≤ 1) and {int((ran['z'].abs() > FAR).sum())} are more than {FAR:g} stds away; the reasons "
+        f"Of the {len(ran)} cells with runs, {close} are within one paper std of the paper's mean "
+        f"(|z| ≤ 1) and {int(beyond(ran['z'], FAR).sum())} are more than {FAR:g} stds away; the reasons "
         "found are in docs/protocol.md (Fidelity).",
         "",
         *_far_reasons(ran),
@@ -787,7 +701,7 @@ def status_section(cov: pd.DataFrame) -> str:
         holds = _order_counts(val[(val["paper"] == paper) & (val["table"] == table)])  # rows with every method
         link = "results/dspl/table2.md" if paper == "dspl" else f"results/tables/{_exp_of(paper, table)}/comparison.md"
         lines.append(f"| [{paper} {table}]({link}) | {len(grp)} | "
-                     f"{int((grp['z'].abs() <= 1).sum())} | {holds} |")  # fmt: skip
+                     f"{int(within(grp['z'], 1.0).sum())} | {holds} |")  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
@@ -806,7 +720,7 @@ FAR_REASONS = [
 
 def _far_reasons(ran: pd.DataFrame) -> list[str]:
     """Table lines of the README section: the cells more than ``FAR`` stds away, counted by reason."""
-    far = ran[ran["z"].abs() > FAR]
+    far = ran[beyond(ran["z"], FAR)]
     if far.empty:
         return []
     reasons = far["reason"].fillna("").astype(str)
@@ -878,28 +792,6 @@ def critical_points(rows_root: Path | None = None) -> pd.DataFrame:
                                        "restarts_mean"])  # fmt: skip
 
 
-def critical_point_figure(frame: pd.DataFrame, path: Path) -> None:
-    """Bars of turning and jump points per data set (GAGA Fig. 6), one group per table row."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    labels = [f"T{t} {d}\n{n}" for t, d, n in zip(frame["table"], frame["dataset"], frame["noise"], strict=True)]
-    x = np.arange(len(frame))
-    fig, ax = plt.subplots(figsize=(max(5.0, 0.8 * len(frame) + 2), 3.6))
-    ax.bar(x - 0.2, frame["turning_mean"], 0.4, label="turning points")
-    ax.bar(x + 0.2, frame["jump_mean"], 0.4, label="jump points")
-    ax.set_yscale("log")
-    ax.set_xticks(x, labels, rotation=45, ha="right", fontsize=7)
-    ax.set_ylabel("critical points per path (mean over runs)")
-    ax.set_title("GAGA critical points by data set (cf. the paper's Fig. 6)", fontsize=9)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
 def write_all(
     out_root: Path | None = None, rows_root: Path | None = None, readme: Path | None = None, figures: bool = True,
     findings: Path | None = None,
@@ -917,7 +809,7 @@ def write_all(
                   "library versions or BLAS kernel families:\n  " + "\n  ".join(comp.mixed),
                   file=sys.stderr)  # fmt: skip
     cov = pd.concat([coverage(comps), dspl_table().reindex(columns=COVERAGE_COLUMNS)], ignore_index=True)
-    cov["within_1_std"] = (cov["z"].abs() <= 1.0).where(cov["z"].notna())
+    cov["within_1_std"] = within(cov["z"], 1.0).where(cov["z"].notna())
     cov_path = out_root / "coverage.csv"
     cov.to_csv(cov_path, index=False, float_format="%.6g")
     paths.append(cov_path)

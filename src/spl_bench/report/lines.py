@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from spl_bench.report import significance
+from spl_bench.report.direction import higher_is_better
 
 #: which parameter a table varies along its rows (matched numerically between ours and the paper)
 VARIED = {9: "alpha", 10: "alpha", 11: "C", 12: "C"}
@@ -23,8 +24,8 @@ def line_param(table: int, param: Any) -> str:
     return str(param) if table in VARIED and isinstance(param, str) else ""
 
 
-def higher_better(metric: str) -> bool:
-    return metric == "accuracy"
+#: the one function that decides a metric's direction (:mod:`spl_bench.report.direction`), under its old name
+higher_better = higher_is_better
 
 
 def per_method_params(part: pd.DataFrame) -> bool:
@@ -61,7 +62,8 @@ def table_lines(part: pd.DataFrame) -> list[tuple[dict[str, Any], pd.DataFrame]]
 
 
 def clear_winner(grp: pd.DataFrame, tests: pd.DataFrame | None, better: bool) -> bool:
-    """Whether the line's best mean is significantly better than its second best (p_holm < 0.05)."""
+    """Whether the line's best mean (``better``: whether higher is, the line's direction) is
+    significantly better than its second best (:func:`significance.significantly_better`)."""
     if tests is None or tests.empty:
         return False
     ranked = grp.dropna(subset=["ours_mean"]).sort_values("ours_mean", ascending=not better)
