@@ -17,7 +17,7 @@ The serial backend runs in this process with its BLAS limited to each of ``--ser
 reports are in the ``blas_threads`` column.  On a machine with fewer cores than
 ``workers x threads`` the comparison measures contention, not scaling.
 
-Writes ``results/bench/<stem>.{csv,md,png}``, each through ``<name>.tmp`` and a rename once
+Writes ``results/bench/<stem>.{csv,md,png}``, each through a temporary file and a rename once
 all three are complete (an interrupted run leaves the committed files as they were).
 """
 
@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
+from spl_bench.atomic import atomic_paths
 from spl_bench.data.synthetic import make_dspl_regression
 from spl_bench.methods.dspl import DaskBackend, SerialBackend, dspl_solve
 from spl_bench.methods.dspl_backends import blas_threads
@@ -119,8 +120,15 @@ def weak(n_per_worker: int, p: int, batches_per_worker: int, workers: list[int],
 
 def write(df: pd.DataFrame, out: Path, stem: str, title: str, x: str) -> None:
     """``<stem>.csv``, ``.md`` (the medians) and ``.png`` (seconds per outer iteration against ``x``)."""
-    df.to_csv(out / f"{stem}.csv.tmp", index=False)
-    with open(out / f"{stem}.md.tmp", "w") as f:
+    with atomic_paths([out / f"{stem}.{ext}" for ext in ("csv", "md", "png")]) as (csv_tmp, md_tmp, png_tmp):
+        _write_files(df, title, x, csv_tmp, md_tmp, png_tmp)  # all complete: only then replace the committed files
+    print(df[COLS].to_string(index=False, float_format="%.4g"), flush=True)
+
+
+def _write_files(df: pd.DataFrame, title: str, x: str, csv_file: Path, md_file: Path, png_file: Path) -> None:
+    """The three files of :func:`write`, each at the (temporary) path given."""
+    df.to_csv(csv_file, index=False)
+    with open(md_file, "w") as f:
         f.write(f"{title}; {os.cpu_count()} cores ({platform.processor() or platform.machine()}), "
                 f"medians over `samples` outer iterations; load average at the end "
                 f"{os.getloadavg()[0]:.2f} (a shared machine: other users' processes are not paused)\n\n")
@@ -144,11 +152,8 @@ def write(df: pd.DataFrame, out: Path, stem: str, title: str, x: str) -> None:
     ax.set_title(title, fontsize=8)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(out / f"{stem}.png.tmp", dpi=120, format="png")
+    fig.savefig(png_file, dpi=120, format="png")
     plt.close(fig)
-    for ext in ("csv", "md", "png"):  # all complete: only now replace the committed files
-        os.replace(out / f"{stem}.{ext}.tmp", out / f"{stem}.{ext}")
-    print(df[COLS].to_string(index=False, float_format="%.4g"), flush=True)
 
 
 def ints(text: str) -> list[int]:

@@ -45,7 +45,6 @@ Anchors measured by the issue author with the authors' released code on this mac
 from __future__ import annotations
 
 import argparse
-import os
 import platform
 import time
 from pathlib import Path
@@ -55,6 +54,7 @@ import pandas as pd
 from sklearn.model_selection import train_test_split
 from threadpoolctl import threadpool_limits
 
+from spl_bench.atomic import atomic_path, atomic_write_text
 from spl_bench.gaga import age_path
 from spl_bench.gaga.core.tracker import ODE_METHODS, EngineOptions
 from spl_bench.gaga.systems import make_system
@@ -282,10 +282,11 @@ def plot_scaling(df: pd.DataFrame, path: Path) -> bool:
     crit.set_ylabel("critical points", color="C3")
     fig.suptitle(f"synthetic lasso (d = {int(rows['d'].iloc[0])}), ODE solver {rows['ode_method'].iloc[0]}")
     fig.tight_layout()
-    tmp = Path(f"{path}.tmp")
-    fig.savefig(tmp, dpi=120, format="png")
-    plt.close(fig)
-    os.replace(tmp, path)
+    try:
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=120, format="png")
+    finally:
+        plt.close(fig)
     return True
 
 
@@ -382,8 +383,12 @@ def main() -> None:
         df = pd.DataFrame(rows)  # written after every case, so a long run keeps what it measured
         df.to_csv(out / f"{stem}.csv.tmp", index=False)
         (out / f"{stem}.md.tmp").write_text(df.to_string(index=False, float_format=lambda v: f"{v:.3g}") + "\n")
-    for ext in ("csv", "md"):  # every case done: only now replace the committed files
-        os.replace(out / f"{stem}.{ext}.tmp", out / f"{stem}.{ext}")
+    if rows:  # every case done: only now replace the committed files
+        df = pd.DataFrame(rows)
+        atomic_write_text(out / f"{stem}.csv", df.to_csv(index=False))
+        atomic_write_text(out / f"{stem}.md", df.to_string(index=False, float_format=lambda v: f"{v:.3g}") + "\n")
+        for ext in ("csv", "md"):
+            (out / f"{stem}.{ext}.tmp").unlink(missing_ok=True)
     print(pd.DataFrame(rows).to_string())
     if plot_scaling(pd.DataFrame(rows), out / f"{stem}_scaling.png"):
         print(f"wrote {out / f'{stem}_scaling.png'}")

@@ -8,15 +8,14 @@ the same standard SVM, whose time is included in both.
     .venv/bin/python scripts/bench_outlier_path.py                    # breast cancer, 40 % rows
     .venv/bin/python scripts/bench_outlier_path.py --C 10 --counts 5 10 20 40 80
 
-Writes ``results/bench/outlier_path_timing.csv`` and ``.png``, each through ``<name>.tmp`` and a
-rename once complete (an interrupted run leaves the committed files as they were).
+Writes ``results/bench/outlier_path_timing.csv`` and ``.png``, each through a temporary file and a
+rename once both are complete (an interrupted run leaves the committed files as they were).
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
-import os
 import time
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from sklearn.metrics.pairwise import linear_kernel, rbf_kernel
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
+from spl_bench.atomic import atomic_paths
 from spl_bench.methods.outlier_path.cccp import cccp_sequence
 from spl_bench.methods.outlier_path.estimators import cccp_values
 from spl_bench.methods.outlier_path.path import outlier_path_s, outlier_path_theta, polished_svm, svm_dual
@@ -85,12 +85,18 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     stem = "outlier_path_timing" + ("" if args.cccp_solver == "homotopy" else "_smo")
     csv_file = args.out / f"{stem}.csv"
-    csv_tmp = Path(f"{csv_file}.tmp")
-    with csv_tmp.open("w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    png = args.out / f"{stem}.png"
+    with atomic_paths([csv_file, png]) as (csv_tmp, png_tmp):  # both complete: only then replace the committed files
+        with csv_tmp.open("w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+        plot_timing(rows, args, len(y), png_tmp)
+    print(f"wrote {csv_file} and {png}")
 
+
+def plot_timing(rows: list[dict], args: argparse.Namespace, n: int, png: Path) -> None:
+    """Seconds of the outlier path and of CCCP against the number of candidates (paper Fig. 5), as PNG."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -108,15 +114,11 @@ def main() -> None:
         ax.set_xlabel(f"number of {variant} candidates")
         ax.set_ylabel("elapsed time [s]")
         ax.legend()
-    fig.suptitle(f"breast cancer, n = {len(y)}, C = {args.C}, CCCP solver {args.cccp_solver} "
+    fig.suptitle(f"breast cancer, n = {n}, C = {args.C}, CCCP solver {args.cccp_solver} "
                  "(cf. Fig. 5 of Suzumura et al. 2014)")
     fig.tight_layout()
-    png = args.out / f"{stem}.png"
-    fig.savefig(f"{png}.tmp", dpi=120, format="png")
+    fig.savefig(png, dpi=120, format="png")
     plt.close(fig)
-    os.replace(csv_tmp, csv_file)  # complete: replace the committed files
-    os.replace(f"{png}.tmp", png)
-    print(f"wrote {csv_file} and {args.out / f'{stem}.png'}")
 
 
 if __name__ == "__main__":

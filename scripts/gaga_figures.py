@@ -58,7 +58,6 @@ A CSV is written (to a temporary file, then renamed) only when its figure has co
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -67,6 +66,7 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
+from spl_bench.atomic import atomic_write_text
 from spl_bench.data import Dataset, inject_noise, load_dataset, scale_split
 from spl_bench.methods.acs import ACS, acs_solve, lambda_grid
 from spl_bench.methods.gaga import GAGA
@@ -116,9 +116,8 @@ class RecACS(_Recording, ACS):
 
 
 def write_csv(df: pd.DataFrame, path: Path) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    df.to_csv(tmp, index=False)
-    os.replace(tmp, path)
+    """Write ``df`` to ``path`` as CSV by an atomic rename (a reader never sees half of it)."""
+    atomic_write_text(path, df.to_csv(index=False))
 
 
 # ----------------------------------------------------------------------------------- Figure 4

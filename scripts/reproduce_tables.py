@@ -11,6 +11,8 @@
 
 Per-seed rows go to ``results/rows/<experiment>/`` (commit them: the next run, on any machine,
 skips the seeds already there); tables, figures and ``coverage.csv`` to ``results/tables/``.
+Every row file carries a check trailer (row count and SHA-256); a damaged one stops the script
+with one line naming it (``spl-bench verify results/rows`` lists them all).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from spl_bench.errors import SplBenchError
+from spl_bench.errors import SplBenchError, environment_error
 from spl_bench.runner import reproduce as rp
 
 DEFAULT_TABLES = ["2", "3", "5", "6"]
@@ -86,20 +88,26 @@ def main() -> int:
     except SplBenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a full disk, a read-only folder, no permission: one line, no traceback
+        problem = environment_error(exc, hint="the rows written before are kept and a rerun resumes from them")
+        if problem is None:
+            raise
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     return 0
 
 
 def _smoke() -> int:
     import tempfile
 
+    from spl_bench.atomic import atomic_write_text
     from spl_bench.paths import repo_root
     from spl_bench.runner.smoke import run_smoke
 
     with tempfile.TemporaryDirectory() as tmp:
         frame = run_smoke(tmp)
     out = repo_root() / "results" / "reference" / "smoke.csv"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(out, index=False)
+    atomic_write_text(out, frame.to_csv(index=False))
     print(f"wrote {out} ({len(frame)} rows)")
     return 0
 

@@ -7,6 +7,8 @@ import json
 import numpy as np
 import pandas as pd
 
+from spl_bench.rowfiles import write_row_file
+
 
 def fake_table2_rows(tmp_path, values: dict[str, list[float]], test_values: dict[str, list[float]]) -> None:
     """Row files of ``results/rows/gaga_table2`` under ``tmp_path``: seed k of each method has validation
@@ -25,6 +27,6 @@ def fake_table2_rows(tmp_path, values: dict[str, list[float]], test_values: dict
                       "info": json.dumps({"value_test_selected": t}), "config_hash": "abc"}  # fmt: skip
             rows += [{**common, "metric": "gen_error", "value": v},
                      {**common, "metric": "selection_gen_error", "value": 9.0}]  # fmt: skip
-        pd.DataFrame(rows).to_csv(base / f"{cell}__abc.csv", index=False)
+        write_row_file(pd.DataFrame(rows), base / f"{cell}__abc.csv")
         entries.append({"cell": cell, "overrides": "", "config_hash": "abc", "file": f"{cell}__abc.csv"})
     pd.DataFrame(entries).to_csv(base / "index.csv", index=False)

@@ -8,6 +8,8 @@ import json
 import numpy as np
 import pandas as pd
 
+from spl_bench.rowfiles import write_row_file
+
 METHODS = ["original", "acs", "mospl", "gaga"]
 #: candidates per run written into the rows' info (as the runner records them)
 CANDIDATES = {"original": 1, "acs": 40, "mospl": 150, "gaga": 3000}
@@ -32,7 +34,7 @@ def write_line(root, dataset: str, noise: str, metric: str, params: dict, values
                       "config_hash": "abc"}  # fmt: skip
             rows += [{**common, "metric": metric, "value": v},
                      {**common, "metric": f"selection_{metric}", "value": 9.0}]
-        pd.DataFrame(rows).to_csv(base / f"{cell}__abc.csv", index=False)
+        write_row_file(pd.DataFrame(rows), base / f"{cell}__abc.csv")
         entries.append({"cell": cell, "overrides": "", "config_hash": "abc", "file": f"{cell}__abc.csv"})
     pd.DataFrame(entries).to_csv(index, index=False)
 

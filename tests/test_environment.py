@@ -11,6 +11,7 @@ from spl_bench.environment import NOT_RECORDED, describe, environment, environme
 from spl_bench.report import environments
 from spl_bench.report.drift import compare
 from spl_bench.report.tables import CELL_KEYS, read_results, write_report
+from spl_bench.rowfiles import write_row_file
 from spl_bench.runner.cli import main
 
 
@@ -106,7 +107,7 @@ def test_spl_bench_report_warns_and_writes_the_footer(tmp_path, capsys):
     run = tmp_path / "runs" / "e" / "x"
     (run / "rows" / "h").mkdir(parents=True)
     for seed, part in _rows([_env("2.4.6"), _env("2.5.0")]).groupby("seed"):
-        part.to_csv(run / "rows" / "h" / f"run-{seed:03d}.csv", index=False)
+        write_row_file(part, run / "rows" / "h" / f"run-{seed:03d}.csv")
     assert main(["report", str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--no-figure"]) == 0
     err = capsys.readouterr().err
     assert "warning:" in err and "different library versions" in err and "numpy 2.5.0" in err

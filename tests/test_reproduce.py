@@ -18,6 +18,7 @@ from fake_rows import fake_table2_rows as _fake_rows
 from spl_bench.environment import describe, environment_json
 from spl_bench.errors import ConfigError
 from spl_bench.report import compare as cmp
+from spl_bench.rowfiles import read_row_file, write_row_file
 from spl_bench.runner import drift
 from spl_bench.runner import reproduce as rp
 
@@ -213,9 +214,9 @@ def test_cell_states_record_each_seeds_code_time_and_the_re_timings(tmp_path, mo
     cell = rp.Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=original"))
     path = rp.rows_file(cell, rp.cell_hash(rp.compose_cell(cell)), tmp_path)
     path.parent.mkdir(parents=True)
-    pd.DataFrame([{"seed": s, "metric": "gen_error", "value": 0.1, "time_s": t, "code_version": v}
-                  for s, t, v in ((0, 100.0, "0.1.0+aaa"), (1, 30.0, "0.1.0+bbb"), (2, 20.0, "0.1.0+zzz"))]
-                 ).to_csv(path, index=False)
+    write_row_file(pd.DataFrame([{"seed": s, "metric": "gen_error", "value": 0.1, "time_s": t, "code_version": v}
+                                 for s, t, v in ((0, 100.0, "0.1.0+aaa"), (1, 30.0, "0.1.0+bbb"),
+                                                 (2, 20.0, "0.1.0+zzz"))]), path)
     retimed = tmp_path / "retimed.csv"
     pd.DataFrame([{"rows_name": "gaga_table2", "cell_id": cell.cell_id, "seed": 0, "cpu_s": 10.0,
                    "committed_s": 100.0, "code_version": "0.1.0+bbb"}]).to_csv(retimed, index=False)
@@ -234,8 +235,8 @@ def test_a_re_timing_counts_only_while_its_seed_is_the_committed_one(tmp_path):
     path.parent.mkdir(parents=True)
 
     def commit(times: dict[int, float]) -> None:
-        pd.DataFrame([{"seed": s, "metric": "gen_error", "value": 0.1, "time_s": t} for s, t in times.items()]
-                     ).to_csv(path, index=False)
+        write_row_file(pd.DataFrame([{"seed": s, "metric": "gen_error", "value": 0.1, "time_s": t}
+                                     for s, t in times.items()]), path)
 
     retimed = tmp_path / "retimed.csv"
     timings = ((0, 10.0, 100.0), (1, 30.0, 200.0))  # seed, re-timed CPU-s, committed s when re-timed
@@ -299,7 +300,7 @@ def _write_cell_rows(root, experiment: str, dataset: str, noise: str, method: st
              "params": json.dumps({"model": model or {}, "sp": {"gamma": 0.1}}),
              "seed": seed, "lam": 1.0, "time_s": 0.1, "n_restarts": np.nan, "info": json.dumps({}),
              "config_hash": "abc", "metric": "accuracy", "value": v} for seed, v in enumerate(values)]  # fmt: skip
-    pd.DataFrame(rows).to_csv(base / f"{cell}__abc.csv", index=False)
+    write_row_file(pd.DataFrame(rows), base / f"{cell}__abc.csv")
     index = base / "index.csv"
     entries = pd.read_csv(index).to_dict("records") if index.is_file() else []
     entries.append({"cell": cell, "overrides": "", "config_hash": "abc", "file": f"{cell}__abc.csv"})
@@ -563,7 +564,7 @@ def test_authors_protocol_rows_are_reported_as_rmse_under_test_selection(tmp_pat
     _fake_rows(tmp_path, vals, vals)
     (tmp_path / "gaga_table2").rename(tmp_path / "gaga_table2@authors_protocol")
     for f in (tmp_path / "gaga_table2@authors_protocol").glob("*__abc.csv"):
-        pd.read_csv(f).assign(selection="test").to_csv(f, index=False)
+        write_row_file(read_row_file(f).assign(selection="test"), f)
     cells = cmp.compare_table("2", tmp_path).cells
     ours = cells[(cells["dataset"] == "music") & (cells["runs"] > 0)].set_index(["method", "selection"])
     assert set(ours.index.get_level_values("selection")) == {"test@authors_protocol"}

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from spl_bench.report.tables import paper_table, read_results, summarize, write_report
+from spl_bench.rowfiles import read_row_file
 from spl_bench.runner.cli import main
 from spl_bench.runner.results import RowStore
 
@@ -273,7 +274,7 @@ def test_results_csv_follows_the_row_files(tmp_path):
     assert cli(tmp_path, "method=original") == 0
     folder = tmp_path / "default" / "method=original"
     rows = sorted(folder.glob("rows/*/run-*.csv"))
-    from_rows = pd.concat([pd.read_csv(f) for f in rows], ignore_index=True)
+    from_rows = pd.concat([read_row_file(f) for f in rows], ignore_index=True)
     # a kill between a row file and the summary: results.csv lacks the last seed
     pd.read_csv(folder / "results.csv").query("seed < 2").to_csv(folder / "results.csv", index=False)
     got = read_results([tmp_path])

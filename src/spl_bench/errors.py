@@ -7,6 +7,9 @@ prints its message and exits with status 2 instead of showing a traceback.
 
 from __future__ import annotations
 
+import errno
+import os
+
 
 class SplBenchError(Exception):
     """An error whose message is meant for the user, not a bug report."""
@@ -18,6 +21,51 @@ class ConfigError(SplBenchError, ValueError):
 
 class DataError(SplBenchError, ValueError):
     """The data cannot be loaded or used as asked."""
+
+
+class DamagedRows(SplBenchError):
+    """A row file that is not whole (cut, empty, changed after writing, unreadable as rows).
+
+    ``path`` is the file, ``reason`` what is wrong with it, ``todo`` what to do about it; the
+    message says all three in one line.
+    """
+
+    def __init__(self, path: os.PathLike[str] | str, reason: str, todo: str = "") -> None:
+        self.path, self.reason, self.todo = str(path), reason, todo
+        super().__init__(f"{path} is damaged: {reason}" + (f"; {todo}" if todo else ""))
+
+
+class EnvironmentProblem(SplBenchError):
+    """The machine refused a file operation: a full disk, a read-only folder, no permission."""
+
+
+#: errno -> (what happened, what to do), for :func:`environment_error`
+ENVIRONMENT_ERRNOS: dict[int, tuple[str, str]] = {
+    errno.ENOSPC: ("the disk is full", "free space on that disk or give a folder on another one"),
+    errno.EDQUOT: ("the disk quota is used up", "free space within the quota or give a folder on another disk"),
+    errno.EROFS: ("the file system is read-only", "give a writable folder"),
+    errno.EACCES: ("permission denied", "give a folder you may write to, or ask its owner for write access"),
+    errno.EPERM: ("operation not permitted", "give a folder you may write to, or ask its owner for write access"),
+    errno.EIO: ("an input/output error (disk or network file system)", "check the disk, then run again"),
+}
+
+
+def environment_error(
+    exc: OSError, doing: str = "writing", path: object = None, hint: str = ""
+) -> SplBenchError | None:
+    """The one-line error for an :class:`OSError` the environment caused, or ``None`` for any other.
+
+    ``doing`` says what failed (``"writing the rows of run 3"``), ``path`` which file or folder
+    when ``exc`` names none, ``hint`` an extra note (``"runs already written are kept"``).  The
+    message reads ``<doing> <path> failed: <what happened> (<strerror>); <what to do>``.
+    """
+    if exc.errno not in ENVIRONMENT_ERRNOS:
+        return None
+    what, todo = ENVIRONMENT_ERRNOS[exc.errno]
+    where = exc.filename if exc.filename is not None else path
+    target = f" {where}" if where is not None else ""
+    strerror = exc.strerror or os.strerror(exc.errno)
+    return EnvironmentProblem(f"{doing}{target} failed: {what} ({strerror}); {todo}" + (f"; {hint}" if hint else ""))
 
 
 def check_positive(name: str, value: float) -> float:

@@ -40,6 +40,7 @@ from spl_bench.report.lines import per_method_params as _per_method_params
 from spl_bench.report.markdown import to_markdown
 from spl_bench.report.page import _best, _fmt, _order_mark, bar_figure, clean_lines, critical_point_figure
 from spl_bench.report.paper import load_paper
+from spl_bench.rowfiles import read_row_file, read_row_index
 
 #: table key -> (experiment config, paper, paper table number)
 TABLES: dict[str, tuple[str, str, int]] = {
@@ -111,10 +112,10 @@ def load_ours(experiment: str, root: Path | None = None) -> pd.DataFrame:
     if not index.is_file():
         return pd.DataFrame()
     frames = []
-    for entry in pd.read_csv(index).itertuples():
+    for entry in read_row_index(index).itertuples():
         path = base / str(entry.file)
-        if path.is_file() and path.stat().st_size:
-            frame = pd.read_csv(path)
+        if path.is_file():  # an empty or damaged file raises DamagedRows (one line), never counts
+            frame = read_row_file(path)
             frame["cell"] = entry.cell
             frames.append(frame)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

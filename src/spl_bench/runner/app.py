@@ -16,10 +16,19 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 from spl_bench.data import Dataset, load_dataset
 from spl_bench.environment import environment_json
-from spl_bench.errors import ConfigError, SplBenchError, check_int, check_number, print_error, unknown_key
+from spl_bench.errors import (
+    ConfigError,
+    SplBenchError,
+    check_int,
+    check_number,
+    environment_error,
+    print_error,
+    unknown_key,
+)
 from spl_bench.methods.base import SPLEstimator
 from spl_bench.models import get_model
 from spl_bench.paths import config_dir
@@ -225,6 +234,9 @@ def run_experiment(cfg: DictConfig, run_dir: Path) -> Path:
     if not isinstance(replace, bool):
         raise ConfigError(f"replace_stale must be true or false, got {replace!r}")
     store = RowStore(run_dir, h, ident)
+    for path, moved, reason in store.set_aside_damaged():  # a damaged row file never counts: its run runs again
+        console().print(Text.assemble(("damaged: ", "yellow"), f"{path} ({reason}): moved to {moved}; its run is "
+                                      "run again"), soft_wrap=True)  # fmt: skip
     for moved in store.claim(replace_stale=replace):  # one configuration per folder
         console().print(f"[yellow]replaced:[/] rows of config hash {moved.name} moved to {moved}", soft_wrap=True)
     todo = [k for k in range(protocol.n_runs) if not store.done(k)]
@@ -244,7 +256,11 @@ def run_experiment(cfg: DictConfig, run_dir: Path) -> Path:
             out = run_once(ds, fit, protocol, noise, k, after_fit=writer)
             if not math.isfinite(out.value):
                 raise FloatingPointError(f"run {k} produced a non-finite metric")
-            store.write(k, outcome_rows(cfg, ds, noise, out, h))
+            try:
+                store.write(k, outcome_rows(cfg, ds, noise, out, h))
+            except OSError as exc:
+                raise environment_error(exc, f"writing the rows of run {k} to", store.path(k),
+                                        ROWS_KEPT) or exc from None  # fmt: skip
             store.rewrite_summary()  # results.csv follows the row files after every run
             bar.advance(task)
     return store.rewrite_summary()
@@ -265,10 +281,21 @@ def task(cfg: DictConfig) -> None:
 
             print_tables(summarize(read_results([results])))
         console().print(f"[green]results:[/] {results}", soft_wrap=True)
+    except OSError as exc:  # a full disk, a read-only folder, no permission: one line, no traceback
+        problem = environment_error(exc, "writing", run_dir, ROWS_KEPT)
+        if problem is None:
+            raise
+        print_error(console(), problem)
+        raise SystemExit(2) from None
     except SplBenchError as exc:
         _drop_if_empty(run_dir, Path(str(cfg.get("results_root", run_dir.parent))))
         print_error(console(), exc)
         raise SystemExit(2) from None
+
+
+#: what the one-line error of a failed write adds: nothing written is lost, nothing half-written counts
+ROWS_KEPT = ("the runs written before are kept and the same command resumes from them; "
+             "no half-written row file is left")  # fmt: skip
 
 
 def _drop_if_empty(run_dir: Path, results_root: Path) -> None:

@@ -7,17 +7,21 @@ Sub-commands::
                                            mean ± std tables (Markdown, CSV) and figures
     spl-bench path [hydra overrides]       GAGA age-path file and figures
     spl-bench datasets                     list the dataset configs and whether they load offline
+    spl-bench verify [PATH...]             check every row file under run folders or results/rows
+                                           (default results/rows): one line per problem, exit 1 on any
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
+import os
 import sys
 from pathlib import Path
 
 from rich.console import Console
 
-from spl_bench.errors import SplBenchError, print_error
+from spl_bench.errors import SplBenchError, environment_error, print_error
 
 console = Console(stderr=True)
 USAGE = __doc__ or ""
@@ -33,12 +37,18 @@ def _override(argv: list[str], key: str) -> str | None:
     return value
 
 
+#: bytes the output-folder check writes (and removes): less free space than this is a full disk
+PROBE_BYTES = 64 * 1024
+
+
 def check_output_folder(label: str, root: str) -> None:
     """Refuse an output folder (``results_root``, ``--out``) that is a file or cannot be written.
 
     ``label`` names the option in the message (``results_root=``, ``--out ``).  For
-    ``results_root`` this runs before Hydra starts: Hydra creates the run folder before the
-    task runs, and a failure there is a traceback.  Nothing is left behind by the check.
+    ``results_root`` this runs before Hydra starts: Hydra creates the run folder and writes its
+    config files before the task runs, and a failure there (a full disk) is a traceback.  The
+    check creates a folder and writes :data:`PROBE_BYTES` into it (a read-only folder, a missing
+    permission and a full disk all fail here, in one line); nothing is left behind.
     """
     import tempfile
 
@@ -52,8 +62,16 @@ def check_output_folder(label: str, root: str) -> None:
         what = "is a file" if existing == path else f"is under the file {existing}"
         raise ConfigError(f"{label}{root} {what}, not a folder; give a folder (it is created if missing)")
     try:
-        tempfile.TemporaryDirectory(dir=existing).cleanup()
+        with tempfile.TemporaryDirectory(dir=existing) as probe:
+            with open(Path(probe) / "probe", "wb") as fh:
+                fh.write(bytes(PROBE_BYTES))
+                fh.flush()
+                os.fsync(fh.fileno())
     except OSError as exc:
+        unnamed = OSError(exc.errno, exc.strerror)  # the probe's own name means nothing to the user
+        problem = environment_error(unnamed, f"{label}{root}: writing in", existing, "nothing was run")
+        if problem is not None and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO):
+            raise problem from None
         raise ConfigError(
             f"{label}{root}: cannot create folders in {existing} ({exc.strerror or exc}); "
             "choose a writable folder"
@@ -96,10 +114,13 @@ def _report(argv: list[str]) -> int:
     summary = summarize(frame)
     print_tables(summary)
     if args.out:
-        written = write_report(frame, args.out, args.name, args.unavailable)
-        if not args.no_figure:
-            written += bar_figure(summary, Path(args.out) / f"{args.name}.png")
-            written += critical_point_figure(frame, Path(args.out) / f"{args.name}_critical_points.png")
+        try:
+            written = write_report(frame, args.out, args.name, args.unavailable)
+            if not args.no_figure:
+                written += bar_figure(summary, Path(args.out) / f"{args.name}.png")
+                written += critical_point_figure(frame, Path(args.out) / f"{args.name}_critical_points.png")
+        except OSError as exc:
+            raise environment_error(exc, "writing the report to", args.out) or exc from None
         for p in written:
             console.print(f"wrote {p}", soft_wrap=True)
     return 0
@@ -177,11 +198,32 @@ def _datasets(argv: list[str]) -> int:
     return 0
 
 
-COMMANDS = {"run": _run, "report": _report, "path": _path, "datasets": _datasets}
+def _verify(argv: list[str]) -> int:
+    from spl_bench.rowfiles import verify_tree
+
+    ap = argparse.ArgumentParser(
+        prog="spl-bench verify",
+        description="check every row file under run folders or results/rows: readable, whole (check trailer: "
+                    "row count and SHA-256), the columns, complete rows, config hash, no seed twice",
+    )  # fmt: skip
+    ap.add_argument("paths", nargs="*", default=["results/rows"], metavar="PATH",
+                    help="run folders, folders of them, results/rows, or single row files (default results/rows)")
+    args = ap.parse_args(argv)
+    out = Console(soft_wrap=True, highlight=False)
+    status = 0
+    for found in verify_tree(args.paths):
+        for line in found.problems:
+            out.print(line, markup=False)
+        out.print(found.summary(), markup=False)
+        status = max(status, 1 if found.problems else 0)
+    return status
+
+
+COMMANDS = {"run": _run, "report": _report, "path": _path, "datasets": _datasets, "verify": _verify}
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Dispatch ``spl-bench <command> ...``; user errors print one line and exit 2."""
+    """Dispatch ``spl-bench <command> ...``; user and environment errors print one line and exit 2."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE)
@@ -194,6 +236,12 @@ def main(argv: list[str] | None = None) -> int:
         return COMMANDS[cmd](rest)
     except SplBenchError as exc:
         print_error(console, exc)
+        return 2
+    except OSError as exc:  # a full disk, a read-only folder, no permission: one line, no traceback
+        problem = environment_error(exc)
+        if problem is None:
+            raise
+        print_error(console, problem)
         return 2
 
 

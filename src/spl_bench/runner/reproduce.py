@@ -7,7 +7,9 @@ CSV per cell and configuration hash (``<cell>__<hash>.csv``), so a sweep continu
 committed rows on any machine: a seed whose row is there is not run again.  Rows of another
 hash (the cell's config changed) are never pooled with the current ones; ``plan`` lists them
 as stale.  ``index.csv`` beside them maps each cell to its current hash and is what the
-report reads.
+report reads.  Each row file ends with a check trailer (row count and SHA-256,
+:mod:`spl_bench.rowfiles`); a file that fails it stops the sweep with one line naming it,
+never counted as done.
 
 Parallel runs use joblib (processes on this machine) or submitit (a SLURM cluster, or its
 local executor); the parent process is the only writer of the row files.
@@ -33,9 +35,10 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 from spl_bench.data import has_local_copy
-from spl_bench.errors import ConfigError, DataError
+from spl_bench.errors import ConfigError, DamagedRows, DataError
 from spl_bench.paths import config_dir, repo_root
 from spl_bench.report.compare import TABLES
+from spl_bench.rowfiles import read_row_file, read_row_index, write_row_file
 from spl_bench.runner.results import COLUMNS, atomic_write_csv
 
 #: extra sweeps of a table beyond its config's sweeper (the C-SVM column of the Outlier-Path tables)
@@ -237,13 +240,19 @@ def run_seed(cell: Cell, seed: int, extra: tuple[str, ...] = (), progress: bool 
 
 
 def rows_file(cell: Cell, h: str, root: Path | None = None) -> Path:
+    """The committed row file of ``cell`` under configuration hash ``h``."""
     return (root or rows_root()) / cell.rows_name / f"{cell.cell_id}__{h}.csv"
 
 
 def read_rows(path: Path) -> pd.DataFrame:
-    if not path.is_file() or path.stat().st_size == 0:
+    """The rows of a cell's file (none if there is no file).
+
+    A file that is not whole (empty, cut, changed: :func:`~spl_bench.rowfiles.read_row_file`)
+    raises :class:`~spl_bench.errors.DamagedRows`: its seeds are never counted as done.
+    """
+    if not path.is_file():
         return pd.DataFrame(columns=ROW_COLUMNS)
-    return pd.read_csv(path)
+    return read_row_file(path)
 
 
 def append_rows(path: Path, rows: list[dict[str, Any]]) -> pd.DataFrame:
@@ -254,7 +263,7 @@ def append_rows(path: Path, rows: list[dict[str, Any]]) -> pd.DataFrame:
         old = old[~old["seed"].isin(new["seed"].unique())]
     frame = pd.concat([old, new], ignore_index=True) if len(old) else new
     frame = frame.sort_values(["seed", "metric"]).reset_index(drop=True)
-    atomic_write_csv(frame, path)
+    write_row_file(frame, path)
     return frame
 
 
@@ -262,7 +271,10 @@ def write_index(experiment: str, entries: list[dict[str, Any]], root: Path | Non
     """``index.csv`` of an experiment: cell -> current hash and file (what the report reads)."""
     path = (root or rows_root()) / experiment / "index.csv"
     frame = pd.DataFrame(entries, columns=["cell", "overrides", "config_hash", "file"])
-    old = pd.read_csv(path) if path.is_file() else frame.iloc[:0]
+    try:  # the index is derived: one that cannot be read is rebuilt from the entries given
+        old = read_row_index(path) if path.is_file() else frame.iloc[:0]
+    except DamagedRows:
+        old = frame.iloc[:0]
     frame = pd.concat([old[~old["cell"].isin(frame["cell"])], frame], ignore_index=True).sort_values("cell")
     atomic_write_csv(frame.reset_index(drop=True), path)
     return path

@@ -4,10 +4,13 @@ Layout inside a run directory::
 
     rows/<config-hash>/run-000.csv     one file per (config, run), written by rename
     rows/<config-hash>/config.json     the hashed part of the resolved config (what the hash means)
+    rows_damaged/<config-hash>/        row files that failed their check, set aside (with the reason)
     results.csv                        every row of the directory, rebuilt from rows/ (never the truth)
     rows_stale/<config-hash>/          rows of an older configuration moved aside by replace_stale=true
 
-A rerun of the same command finds ``rows/<hash>/run-<k>.csv`` and skips run ``k``.  A folder
+A rerun of the same command finds ``rows/<hash>/run-<k>.csv`` and skips run ``k`` if the file is
+whole (its check trailer, :mod:`spl_bench.rowfiles`); a damaged one is moved to ``rows_damaged/``
+first (:meth:`RowStore.set_aside_damaged`) and run ``k`` is run again.  A folder
 holds one configuration: rows of a second hash are refused (:meth:`RowStore.claim`) unless the
 old ones are moved aside.  ``results.csv`` is a convenience copy: it is rebuilt from the row
 files at the start of a run, after every run, and whenever the report reads the folder
@@ -16,11 +19,9 @@ files at the start of a run, after every run, and whenever the report reads the 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
-import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
@@ -30,9 +31,20 @@ from typing import Any
 import pandas as pd
 
 from spl_bench import __version__
+from spl_bench.atomic import atomic_write_text
 from spl_bench.errors import ConfigError
 from spl_bench.paths import repo_root
-from spl_bench.rowfiles import read_run_folder, row_files, rows_frame, write_summary  # noqa: F401 (re-export)
+from spl_bench.rowfiles import (  # noqa: F401 (re-export)
+    check_row_file,
+    config_hash,
+    read_row_file,
+    read_run_folder,
+    row_files,
+    rows_frame,
+    set_aside_damaged,
+    write_row_file,
+    write_summary,
+)
 
 #: folder (inside a run directory) the rows of a replaced configuration are moved to
 STALE_DIR = "rows_stale"
@@ -43,12 +55,6 @@ COLUMNS = [
     "metric", "value", "lam", "candidate", "time_s", "n_restarts", "n_train", "n_test",
     "n_corrupted", "info", "config_hash", "code_version", "environment",
 ]  # fmt: skip
-
-
-def config_hash(payload: dict[str, Any]) -> str:
-    """Stable short hash of a JSON-able config."""
-    text = json.dumps(payload, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 @cache
@@ -65,16 +71,12 @@ def code_version() -> str:
 
 
 def atomic_write_csv(frame: pd.DataFrame, path: Path) -> None:
-    """Write ``frame`` to ``path`` through a temporary file and an atomic rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", newline="") as fh:
-            frame.to_csv(fh, index=False)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write ``frame`` to ``path`` as a plain CSV (no check trailer) through an atomic rename.
+
+    For the files derived from row files (``index.csv``, ``failures.csv``); row files themselves
+    are written by :func:`~spl_bench.rowfiles.write_row_file`.
+    """
+    atomic_write_text(path, frame.to_csv(index=False, lineterminator="\n"))
 
 
 @dataclass(frozen=True)
@@ -133,7 +135,15 @@ class RowStore:
         return self.rows_dir / f"run-{run:03d}.csv"
 
     def done(self, run: int) -> bool:
-        return self.path(run).is_file()
+        """Whether run ``run`` has a whole row file (a damaged one does not count)."""
+        return self.path(run).is_file() and check_row_file(self.path(run)) is None
+
+    def set_aside_damaged(self) -> list[tuple[Path, Path, str]]:
+        """Move the row files of the run directory that are not whole to ``rows_damaged/``.
+
+        Returns ``(old path, new path, reason)`` per file (:func:`~spl_bench.rowfiles.set_aside_damaged`).
+        """
+        return set_aside_damaged(self.run_dir)
 
     def others(self) -> list[HashRows]:
         """Rows of other configuration hashes in the same run directory."""
@@ -193,12 +203,10 @@ class RowStore:
             return
         self.rows_dir.mkdir(parents=True, exist_ok=True)
         text = json.dumps(self.identity, sort_keys=True, indent=1, default=str)
-        fd, tmp = tempfile.mkstemp(dir=self.rows_dir, prefix=".config.json.", suffix=".tmp")
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text + "\n")
-        os.replace(tmp, self.rows_dir / "config.json")
+        atomic_write_text(self.rows_dir / "config.json", text + "\n")
 
     def write(self, run: int, rows: list[dict[str, Any]]) -> None:
+        """Write the rows of run ``run`` as a whole row file (CSV text and check trailer)."""
         others = self.others()  # another process started a different configuration here meanwhile
         if others:
             raise self.refusal(others)
@@ -208,12 +216,12 @@ class RowStore:
                 frame[col] = None
         extra = [c for c in frame.columns if c not in COLUMNS]
         self._write_identity()
-        atomic_write_csv(frame[COLUMNS + extra], self.path(run))
+        write_row_file(frame[COLUMNS + extra], self.path(run))
 
     def load(self) -> pd.DataFrame:
-        """All rows of this configuration."""
+        """All rows of this configuration (:class:`~spl_bench.errors.DamagedRows` if a file is not whole)."""
         files = sorted(self.rows_dir.glob("run-*.csv"))
-        return pd.concat([pd.read_csv(f) for f in files], ignore_index=True) if files else pd.DataFrame()
+        return pd.concat([read_row_file(f) for f in files], ignore_index=True) if files else pd.DataFrame()
 
     def rewrite_summary(self) -> Path:
         """Rewrite ``results.csv`` of the run directory from every row file in it."""
