@@ -210,6 +210,20 @@ class ACS(SPLEstimator):
         self.candidate_models_ = [m for m, ok in zip(models, keep, strict=True) if ok]
         self.candidate_params_ = [{"lam": float(lam)} for lam in self.lambdas_]
 
+    def use_ages(self, ages: Any) -> ACS:
+        """Keep the candidates at ``ages`` (the equal-candidates control, ``protocol.candidates=shared_grid``).
+
+        Every age must be one of the grid's (``ages()``, to 1e-9 relative); ages dropped as
+        degenerate stay dropped.  With the default grid as the shared one, nothing changes."""
+        ages = np.asarray(ages, dtype=float)
+        grid = self.ages()
+        off = [a for a in ages if not np.isclose(grid, a, rtol=1e-9, atol=0.0).any()]
+        if off:
+            raise ConfigError(f"ACS was fitted on another grid: ages {off[:5]} are not on it (set lam_step / lam_grid)")
+        keep = np.array([np.isclose(ages, lam, rtol=1e-9, atol=0.0).any() for lam in self.lambdas_], dtype=bool)
+        self._keep_candidates(self.lambdas_[keep], [m for m, k in zip(self.candidate_models_, keep, strict=True) if k])
+        return self
+
     def run_info(self) -> dict[str, Any]:
         return {
             **super().run_info(),

@@ -42,7 +42,7 @@ from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from spl_bench.checks import check_finite_X  # defined below the layers (gaga uses it too); importable from here
-from spl_bench.errors import DataError, SplBenchError
+from spl_bench.errors import ConfigError, DataError, SplBenchError
 from spl_bench.models import Model, Params, get_model
 from spl_bench.progress import ProgressHook
 from spl_bench.sp import SPRegularizer, get_sp
@@ -245,7 +245,28 @@ class SPLEstimator(BaseEstimator):
 
     def run_info(self) -> dict[str, Any]:
         """Method-specific numbers for the results file (override to add more)."""
-        return {"n_candidates": len(self.candidate_params_)}
+        return {"n_candidates": len(self.candidate_params_),
+                "candidate_set": getattr(self, "candidate_set_", "own")}
+
+    def use_ages(self, ages: ArrayLike) -> SPLEstimator:
+        """Replace the candidates by this method's solutions at ``ages`` (equal candidates).
+
+        The selection control ``protocol.candidates=shared_grid`` (``docs/protocol.md``): every path
+        method offers its solution at the same ages, so that a comparison of selected values
+        measures the solutions, not how many candidates each method offers.  Methods whose
+        candidates are not ages (Original, MOSPL's Pareto points, ...) raise a ``ConfigError``.
+        """
+        raise ConfigError(f"{type(self).__name__} has no solutions indexed by age: "
+                          "protocol.candidates=shared_grid applies to GAGA and ACS")
+
+    def _keep_candidates(self, lams: Array, models: list[Params]) -> None:
+        """Set the candidates to ``models`` at the ages ``lams`` (``use_ages``); none left is an error."""
+        if len(models) == 0:
+            raise ConfigError(f"{type(self).__name__}: none of the shared ages lies on its solutions")
+        self.candidate_params_ = [{"lam": float(lam)} for lam in lams]
+        self.candidate_models_ = list(models)
+        self.candidate_set_ = "shared_grid"
+        self.selected_ = len(models) - 1
 
     # --------------------------------------------------------------- predict
     def predict(self, X: ArrayLike) -> Array:

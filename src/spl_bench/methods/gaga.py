@@ -142,6 +142,7 @@ class GAGA(SPLEstimator):
         path = age_path(X, y, model=self.model_, sp=self._make_sp(), lam_range=(lam_min, lam_max),
                         options=opts, progress=report if hooked else None)
         self.path_ = path
+        self._fit_data_ = (X, y)  # the kernel SVM's candidates refer to the training rows (use_ages)
         self.time_before_resume_ = float(path.meta["time_before_resume_s"])
         k = len(path)
         keep = np.zeros(k, dtype=bool)
@@ -164,6 +165,19 @@ class GAGA(SPLEstimator):
         order = np.argsort(np.asarray(lams), kind="stable")
         self.candidate_params_ = [{"lam": float(lams[i])} for i in order]
         self.candidate_models_ = [self._params(vals[i], bs[i], X, y, path) for i in order]
+
+    def use_ages(self, ages: Any) -> GAGA:
+        """The path at ``ages`` by its dense output (:meth:`AgePath.at`), the equal-candidates control
+        (``protocol.candidates=shared_grid``).  Ages outside the path (below a start that a
+        degenerate ``lam_min`` moved, ``run_info()["start_lam"]``) are no candidates, as ACS drops
+        its degenerate ages."""
+        path = self.path_
+        ages = np.asarray(ages, dtype=float)
+        ages = ages[(ages >= path.lambdas[0]) & (ages <= path.lambdas[-1])]
+        vals, bs = path.at(ages) if ages.size else (np.empty((0, 0)), np.empty(0))
+        X, y = self._fit_data_
+        self._keep_candidates(ages, [self._params(v, b, X, y, path) for v, b in zip(vals, bs, strict=True)])
+        return self
 
     def _params(self, vec: Array, b: float, X: Array, y: Array, path: AgePath) -> Params:
         if path.dual_coef is not None:

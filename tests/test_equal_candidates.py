@@ -1,0 +1,62 @@
+"""Equal candidates (issue 65): GAGA's exact path and ACS evaluated at the same ages.
+
+On a lasso row with the linear SP, ACS warm-started along the paper's grid and GAGA's path follow
+the same partial optima, so with the same candidates (the grid's ages) their candidates, and the
+value a validation split selects, agree; the reference is ACS's own fits, not the path.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_diabetes
+
+from spl_bench.errors import ConfigError
+from spl_bench.methods.acs import ACS
+from spl_bench.methods.gaga import GAGA
+from spl_bench.methods.original import Original
+
+
+def _noisy_diabetes() -> tuple[np.ndarray, np.ndarray]:
+    X, y = load_diabetes(return_X_y=True)
+    X = (X - X.mean(0)) / X.std(0)
+    y = (y - y.mean()) / y.std()
+    rng = np.random.default_rng(0)
+    out = rng.random(len(y)) < 0.3
+    y[out] = rng.normal(0.0, 3.0, out.sum())
+    return X, y
+
+
+KW = dict(model="lasso", model_params={"alpha": 0.005}, sp="linear", lam_min=0.1, lam_max=20.0)
+
+
+def test_gaga_and_acs_give_the_same_candidates_and_selection_on_the_shared_grid():
+    X, y = _noisy_diabetes()
+    fit, val = np.arange(300), np.arange(300, len(y))
+    acs = ACS(lam_step=0.5, **KW).fit(X[fit], y[fit])
+    gaga = GAGA(**KW).fit(X[fit], y[fit])
+    assert len(gaga.candidate_params_) > 10 * len(acs.candidate_params_)  # its own: thousands
+    grid = acs.ages()
+    gaga.use_ages(grid)
+    acs.use_ages(grid)  # its own grid: unchanged
+    assert [c["lam"] for c in gaga.candidate_params_] == pytest.approx([c["lam"] for c in acs.candidate_params_])
+    W_g = np.array([m.coef for m in gaga.candidate_models_])
+    W_a = np.array([m.coef for m in acs.candidate_models_])
+    assert np.max(np.abs(W_g - W_a)) <= 1e-6 * (1 + np.abs(W_a).max())
+    # the value a validation split selects, each method on its own candidates
+    err = [np.mean((est.predict_candidates(X[val]) - y[val]) ** 2, axis=1) for est in (gaga, acs)]
+    assert np.argmin(err[0]) == np.argmin(err[1])
+    assert err[0].min() == pytest.approx(err[1].min(), rel=1e-6)
+    assert gaga.run_info()["candidate_set"] == "shared_grid" and gaga.run_info()["n_candidates"] == len(grid)
+
+
+def test_shared_ages_off_the_methods_solutions_are_refused():
+    X, y = _noisy_diabetes()
+    acs = ACS(lam_step=0.5, **{**KW, "lam_max": 2.0}).fit(X, y)
+    with pytest.raises(ConfigError, match="another grid"):
+        acs.use_ages([0.1, 0.35])
+    with pytest.raises(ConfigError, match="no solutions indexed by age"):
+        Original(model="lasso", model_params={"alpha": 0.005}).fit(X, y).use_ages([0.1])
+    gaga = GAGA(**{**KW, "lam_min": 1.0, "lam_max": 2.0}).fit(X, y)
+    gaga.use_ages([0.5, 1.0, 1.5, 3.0])  # ages off the path are no candidates
+    assert [c["lam"] for c in gaga.candidate_params_] == [1.0, 1.5]
