@@ -245,8 +245,10 @@ class SPLEstimator(BaseEstimator):
 
     def run_info(self) -> dict[str, Any]:
         """Method-specific numbers for the results file (override to add more)."""
-        return {"n_candidates": len(self.candidate_params_),
-                "candidate_set": getattr(self, "candidate_set_", "own")}
+        info: dict[str, Any] = {"n_candidates": len(self.candidate_params_)}
+        if hasattr(self, "candidate_set_"):  # the equal-candidates control (use_ages)
+            info["candidate_set"] = self.candidate_set_
+        return info
 
     def use_ages(self, ages: ArrayLike) -> SPLEstimator:
         """Replace the candidates by this method's solutions at ``ages`` (equal candidates).
