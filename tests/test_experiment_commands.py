@@ -64,10 +64,10 @@ DOC_COMMAND = re.compile(r"spl-bench run ([^`#\n]+)")
 
 
 def documented_run_commands() -> list[tuple[str, list[str]]]:
-    """(where, overrides) of every complete ``spl-bench run`` command in README.md and docs/*.md.
+    """(where, arguments) of every complete ``spl-bench run`` command in README.md and docs/*.md.
 
     Placeholders (``<row>``, ``...``) and commands continued on the next line are left out; ``-m``
-    (Hydra multirun) is dropped: the composition of one job is what is checked.
+    (Hydra multirun) is kept: a sweep is checked job by job.
     """
     root = config_dir().parent
     out = []
@@ -77,28 +77,58 @@ def documented_run_commands() -> list[tuple[str, list[str]]]:
                 text = m.group(1).strip()
                 if not text or "..." in text or "<" in text or not re.fullmatch(r"[\w.+=,\-/{}:~' ]+", text):
                     continue
-                args = [a for a in shlex.split(text) if a != "-m"]
-                if args and all("=" in a for a in args):
+                args = shlex.split(text)
+                if args and all("=" in a or a == "-m" for a in args):
                     out.append((f"{path.name}:{k}", args))
     return out
 
 
+def sweep_jobs(args: list[str]) -> list[list[str]]:
+    """The overrides of every job of a command (one job without a sweep; the product of its swept values)."""
+    import itertools
+
+    parsed = cli._first_of_sweeps([a for a in args if a != "-m"])
+    choices = [[f"{key}={v}" for v in values] if values else [line] for line, key, values in parsed]
+    return [list(job) for job in itertools.product(*choices)]
+
+
 def test_every_documented_run_command_composes():
-    """The commands the README and docs show compose and pass the run's checks (nothing is run)."""
+    """The commands the README and docs show pass spl-bench run's checks and compose, every job of a sweep."""
     commands = documented_run_commands()
-    assert len(commands) >= 10, commands  # the README alone shows five
+    assert len(commands) >= 10, commands  # the README alone shows four
     bad = []
     for where, args in commands:
         try:
-            with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
-                cfg = compose("config", overrides=args)
-            exp = next((a.split("=", 1)[1] for a in args if a.startswith("experiment=")), None)
-            app.check_root_keys(cfg, exp)
-            app.protocol_config(cfg)
-            app.estimator_factory(cfg)
+            cli.check_overrides(args)  # what spl-bench run checks before Hydra starts (a table's row, ...)
+            for job in sweep_jobs(args):
+                with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+                    cfg = compose("config", overrides=job)
+                exp = next((a.split("=", 1)[1] for a in job if a.startswith("experiment=")), None)
+                app.check_root_keys(cfg, exp)
+                app.protocol_config(cfg)
+                app.estimator_factory(cfg)
         except Exception as exc:  # every failure listed, not only the first
             bad.append(f"{where}: spl-bench run {' '.join(args)}: {type(exc).__name__}: {str(exc).splitlines()[0]}")
     assert not bad, "\n".join(bad)
+
+
+#: ``spl-bench path <keys>`` as the README and the docs write it
+PATH_COMMAND = re.compile(r"spl-bench path ([^`#\n]+)")
+
+
+def test_every_documented_path_command_uses_keys_path_takes():
+    """The ``spl-bench path`` commands of README.md and docs/*.md use keys the command takes (nothing is run)."""
+    from spl_bench.runner import path_cmd
+
+    root = config_dir().parent
+    found = 0
+    for path in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
+        for line in path.read_text().splitlines():
+            for m in PATH_COMMAND.finditer(line):
+                args = [a for a in shlex.split(m.group(1)) if "=" in a and "<" not in a and "..." not in a]
+                path_cmd._parse(args)  # a ConfigError names the key and the file's line in the traceback
+                found += bool(args)
+    assert found >= 1
 
 
 def test_an_unknown_top_level_key_is_still_refused():

@@ -101,8 +101,9 @@ def test_unknown_names_list_valid_options(tmp_path):
             capture_output=True, text=True, timeout=120,
         )  # fmt: skip
         assert proc.returncode != 0
-        assert "Available options" in proc.stderr and valid in proc.stderr
-        assert "Traceback" not in proc.stderr
+        group = override.split("=")[0]
+        assert f"unknown {group} 'nope'; valid:" in proc.stderr and valid in proc.stderr
+        assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
 
 def test_sweep_with_joblib_launcher_composes(tmp_path):

@@ -11,6 +11,9 @@ fit do not depend on it.  The events and their fields:
 ``"acs"``
     ``done`` (ages finished), ``total`` (ages of the grid), ``lam`` (the age just finished);
     after every age.
+``"dspl"``
+    ``outer`` (outer iterations done), ``max_outer``, ``lam`` (the age of the iteration just
+    done), ``lam_max``, ``admm_iters`` (its ADMM iterations); after every outer iteration.
 ``"mospl"``
     ``stage="evolution"`` with ``generation`` and ``n_gen`` after every generation of the
     evolutionary search; ``stage="refit"`` with ``done`` and ``total`` after every refit of a
@@ -71,6 +74,9 @@ def describe(event: str, fields: dict[str, Any]) -> str:
         return f"λ {_g(f['lam'])} / {_g(f.get('lam_max', '?'))}, {f.get('n_critical', 0)} critical points"
     if event == "acs" and "done" in f:
         return f"age {f['done']} / {f.get('total', '?')} (λ {_g(f.get('lam'))})"
+    if event == "dspl" and "outer" in f:
+        lam = f"λ {_g(f.get('lam'))} / {_g(f.get('lam_max', '?'))}"
+        return f"outer iteration {f['outer']} ({lam}, {f.get('admm_iters', '?')} ADMM iterations)"
     if event == "mospl" and f.get("stage") == "evolution":
         return f"generation {f.get('generation')} / {f.get('n_gen', '?')}"
     if event == "mospl" and f.get("stage") == "refit":

@@ -49,36 +49,84 @@ class Dataset:
         return self
 
 
+def _numeric(y: NDArray[Any]) -> NDArray[np.float64] | None:
+    """``y`` as floats, or None when some label is not a number (``'barolo'``)."""
+    try:
+        return np.asarray(y, dtype=float)
+    except (TypeError, ValueError):
+        return None
+
+
+def _labels_text(y: NDArray[Any], limit: int = 6) -> str:
+    labels = [str(v) for v in np.unique(y.astype(str))]
+    return ", ".join(labels[:limit]) + (f" ... ({len(labels)} labels)" if len(labels) > limit else "")
+
+
+def _option(spec: dict[str, Any], key: str, kind: str, name: str) -> Any:
+    if key not in spec or spec[key] is None:
+        raise ConfigError(f"dataset {name!r}: binarize kind {kind} needs data.binarize.{key} "
+                          f"(+data.binarize.{key}=...)")  # fmt: skip
+    return spec[key]
+
+
+def _one_vs_rest(y: NDArray[Any], positive: Any, name: str) -> NDArray[np.float64]:
+    """``label in positive`` -> +1, else -1; labels compared as numbers when both are, else as text."""
+    pos = list(positive) if isinstance(positive, list | tuple) else [positive]
+    y_num, pos_num = _numeric(y), _numeric(np.asarray(pos, dtype=object))
+    if y_num is not None and pos_num is not None:
+        hit = np.isin(y_num, pos_num)
+    else:  # text labels (or a text positive for numeric labels): compare the spellings
+        hit = np.isin(y.astype(str), [str(p) for p in pos])
+    if not hit.any():
+        shown = ", ".join(map(str, pos))
+        raise DataError(f"dataset {name!r}: no row has the positive label {shown} of binarize kind one_vs_rest; "
+                        f"the labels are {_labels_text(y)}")  # fmt: skip
+    return np.where(hit, 1.0, -1.0)
+
+
 def binarize(y: NDArray[Any], spec: dict[str, Any] | None, name: str) -> NDArray[np.float64]:
     """Map a class target to {-1, +1} following ``spec`` (the ``binarize`` block of a data config).
 
     ``spec`` kinds:
 
     * ``None`` / ``auto``: exactly two classes; the smaller label -> -1, the larger -> +1;
-    * ``threshold``: ``label >= value`` -> +1, else -1;
-    * ``one_vs_rest``: ``label == positive`` (or in a list) -> +1, else -1;
+    * ``threshold``: ``label >= value`` -> +1, else -1 (numeric labels only);
+    * ``one_vs_rest``: ``label == positive`` (or in a list) -> +1, else -1; text labels
+      (``positive: barolo``) are compared as text;
     * ``first_rows``: the first ``n`` rows in file order -> -1, the rest +1 (the
       GAGA authors' mfeat-pixel coding).
+
+    A missing option, a threshold on text labels or a positive label no row has is a
+    :class:`ConfigError` / :class:`DataError` saying what to set.
     """
     y = np.asarray(y)
-    kind = (spec or {}).get("kind", "auto")
+    spec = dict(spec or {})
+    kind = spec.get("kind", "auto")
     if kind == "auto":
-        labels = np.unique(y)
+        labels = np.unique(y if _numeric(y) is not None else y.astype(str))
         if labels.size != 2:
             raise DataError(
                 f"dataset {name!r} has {labels.size} classes and cannot be made binary automatically; "
                 "set data.binarize (kind: threshold | one_vs_rest | first_rows)"
             )
-        return np.where(y == labels[1], 1.0, -1.0)
+        return np.where(y.astype(labels.dtype) == labels[1], 1.0, -1.0)
     if kind == "threshold":
-        out = np.where(y.astype(float) >= float(spec["value"]), 1.0, -1.0)
+        value = _option(spec, "value", kind, name)
+        y_num = _numeric(y)
+        if y_num is None:
+            raise DataError(f"dataset {name!r}: binarize kind threshold needs numeric labels, but they are text "
+                            f"({_labels_text(y)}); use +data.binarize.kind=one_vs_rest "
+                            "+data.binarize.positive=<label>")  # fmt: skip
+        try:
+            cut = float(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"dataset {name!r}: data.binarize.value must be a number, got {value!r}") from None
+        out = np.where(y_num >= cut, 1.0, -1.0)
     elif kind == "one_vs_rest":
-        pos = spec["positive"]
-        pos = pos if isinstance(pos, list | tuple) else [pos]
-        out = np.where(np.isin(y.astype(float), np.asarray(pos, dtype=float)), 1.0, -1.0)
+        out = _one_vs_rest(y, _option(spec, "positive", kind, name), name)
     elif kind == "first_rows":
         out = np.ones(y.shape[0])
-        out[: int(spec["n"])] = -1.0
+        out[: int(_option(spec, "n", kind, name))] = -1.0
     else:
         raise ConfigError(
             f"unknown binarize kind {kind!r} for dataset {name!r}; "

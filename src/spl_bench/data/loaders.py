@@ -86,6 +86,10 @@ def load_dataset(name_or_spec: str | dict[str, Any], data_dir_: str | Path | Non
     source = spec.get("source", "local")
     root = data_dir(data_dir_ or spec.get("root"))
     if source == "sklearn":
+        if spec.get("file"):
+            raise ConfigError(f"dataset {name!r} is bundled with scikit-learn and does not read data.file "
+                              f"({spec['file']}); to run your own file, override the file of a local dataset "
+                              "(e.g. data=australian data.file=/path/file.csv.gz data.sha256=null)")  # fmt: skip
         X, y = _load_sklearn(spec.get("sklearn_name", name))
         origin = f"scikit-learn {spec.get('sklearn_name', name)}"
     elif source == "local":
@@ -108,7 +112,11 @@ def load_dataset(name_or_spec: str | dict[str, Any], data_dir_: str | Path | Non
     if task == "classification":
         y = binarize(y, spec.get("binarize"), name)
     else:
-        y = np.asarray(y, dtype=float)
+        try:
+            y = np.asarray(y, dtype=float)
+        except (TypeError, ValueError):
+            raise DataError(f"dataset {name!r} ({origin}): the target has text values, a regression target must be "
+                            "numeric; for class labels use a classification config (task: classification)") from None
     # after binarize: a label coding by file position (mfeat's first_rows) keeps its meaning
     X, y = _thin_rows(X, y, spec.get("max_rows"), name)
     meta = {"origin": origin, "binarize": spec.get("binarize"), "rows": spec.get("rows")}

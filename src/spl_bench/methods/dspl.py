@@ -29,7 +29,7 @@ same order, so they give the same numbers.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +45,7 @@ from spl_bench.methods.dspl_backends import (
     SerialBackend,
     WorkerLostError,
     make_backend,
+    resolve_backend,
     slurm_cluster,
 )
 from spl_bench.models import Params
@@ -98,6 +99,39 @@ class DSPLResult:
         return np.array([h.lam for h in self.history])
 
 
+def _check_batches(batches: Sequence[tuple[Array, Array]]) -> tuple[int, int]:
+    """(m, p) of the batches; :class:`DataError` unless every one is a non-empty ``(X_i, y_i)`` with the same p."""
+    m = len(batches)
+    if m < 1:
+        raise ConfigError("DSPL needs at least one batch")
+    p = batches[0][0].shape[1]
+    for X_i, y_i in batches:
+        if X_i.ndim != 2 or X_i.shape[1] != p or X_i.shape[0] != y_i.shape[0] or X_i.shape[0] == 0:
+            raise DataError("every batch must be a non-empty (X_i (n_i, p), y_i (n_i,)) pair with the same p")
+    return m, p
+
+
+def _check_options(
+    lam0: float, tau: float, mu: float, reg: float, rho: float | str
+) -> tuple[float, float, float, float, bool, float]:
+    """The checked age schedule, ``reg`` and ``rho`` of :func:`dspl_solve`: (lam0, tau, mu, reg, auto_rho, rho)."""
+    lam0 = check_positive("lam0", lam0)
+    tau = check_positive("tau (lam_max)", tau)
+    mu = check_positive("mu", mu)
+    if mu < 1:
+        raise ConfigError(f"mu must be >= 1 (lambda grows), got {mu}")
+    if lam0 > tau:
+        raise ConfigError(f"lam0 ({lam0}) must not exceed tau ({tau})")
+    reg = float(reg)
+    if not reg >= 0:
+        raise ConfigError(f"reg must be >= 0, got {reg}")
+    auto_rho = isinstance(rho, str)
+    if auto_rho and rho != "auto":
+        raise ConfigError(f"rho must be a positive number or 'auto', got {rho!r}")
+    rho_val = 1.0 if auto_rho else check_positive("rho", rho)
+    return lam0, tau, mu, reg, auto_rho, rho_val
+
+
 def dspl_solve(
     batches: Sequence[tuple[Array, Array]],
     backend: SerialBackend | DaskBackend | None = None,
@@ -117,6 +151,7 @@ def dspl_solve(
     w_init: ArrayLike | float = 1.0,
     store_v: bool = False,
     gather_v: bool = True,
+    progress: Callable[..., None] | None = None,
 ) -> DSPLResult:
     """Run DSPL (Algorithm 1) on a list of batches ``[(X_1, y_1), ..., (X_m, y_m)]``.
 
@@ -153,6 +188,9 @@ def dspl_solve(
         Keep the gathered ``v`` of every outer iteration in the history (tests, figures).
     gather_v : bool
         Gather the final ``v`` into :attr:`DSPLResult.v`.
+    progress : callable, optional
+        Called after every outer iteration as ``progress(outer=t + 1, max_outer=..., lam=..., lam_max=tau,
+        admm_iters=...)`` (the ``"dspl"`` event of :mod:`spl_bench.progress`).
 
     Returns
     -------
@@ -162,27 +200,8 @@ def dspl_solve(
     if backend is None:
         backend = SerialBackend()
     sp = get_sp(sp) if isinstance(sp, str) else sp
-    m = len(batches)
-    if m < 1:
-        raise ConfigError("DSPL needs at least one batch")
-    p = batches[0][0].shape[1]
-    for X_i, y_i in batches:
-        if X_i.ndim != 2 or X_i.shape[1] != p or X_i.shape[0] != y_i.shape[0] or X_i.shape[0] == 0:
-            raise DataError("every batch must be a non-empty (X_i (n_i, p), y_i (n_i,)) pair with the same p")
-    lam0 = check_positive("lam0", lam0)
-    tau = check_positive("tau (lam_max)", tau)
-    mu = check_positive("mu", mu)
-    if mu < 1:
-        raise ConfigError(f"mu must be >= 1 (lambda grows), got {mu}")
-    if lam0 > tau:
-        raise ConfigError(f"lam0 ({lam0}) must not exceed tau ({tau})")
-    reg = float(reg)
-    if not reg >= 0:
-        raise ConfigError(f"reg must be >= 0, got {reg}")
-    auto_rho = isinstance(rho, str)
-    if auto_rho and rho != "auto":
-        raise ConfigError(f"rho must be a positive number or 'auto', got {rho!r}")
-    rho_val = 1.0 if auto_rho else check_positive("rho", rho)
+    m, p = _check_batches(batches)
+    lam0, tau, mu, reg, auto_rho, rho_val = _check_options(lam0, tau, mu, reg, rho)
     w0 = np.broadcast_to(np.asarray(w_init, dtype=float), (p,)).copy()
 
     backend.place([Batch(np.ascontiguousarray(X_i, dtype=float), np.asarray(y_i, dtype=float))
@@ -194,7 +213,7 @@ def dspl_solve(
     result = DSPLResult(z=z, W=W, alpha=alpha)
     prev_L: float | None = None
 
-    for _t in range(int(max_outer)):
+    for t in range(int(max_outer)):
         t0 = time.perf_counter()
         traces = np.concatenate(backend.call("gram"))  # G_i, b_i of eq. (7) for the current v_i
         if auto_rho:
@@ -243,6 +262,8 @@ def dspl_solve(
             admm_converged=converged_admm, r2=r2, s2=s2, rho=rho_val,
             seconds=time.perf_counter() - t0, setup_seconds=t_setup, admm_seconds=t_admm, v=v_store,
         ))
+        if progress is not None:
+            progress(outer=t + 1, max_outer=int(max_outer), lam=float(lam), lam_max=float(tau), admm_iters=n_admm)
         if prev_L is not None and lam >= tau and abs(L - prev_L) < eps_L:
             result.converged = True
             break
@@ -290,8 +311,10 @@ class DSPL(SPLEstimator):
         Age schedule ``lam <- min(mu lam, lam_max)``; ``lam_max`` is the paper's ``tau_lambda``.
     rho, reg, eps_r, eps_s, eps_L, max_outer, max_admm, adaptive_rho, v_in_admm :
         See :func:`dspl_solve`.
-    backend : {"dask", "serial"}
-        Where the per-batch updates run.
+    backend : {"auto", "dask", "serial"}
+        Where the per-batch updates run (the same numbers).  ``auto`` (default): ``dask`` when
+        ``cluster`` names a scheduler (``address``) or SLURM jobs (``slurm``), or the training data
+        have at least :data:`~spl_bench.methods.dspl_backends.AUTO_DASK_ROWS` rows; else ``serial``.
     cluster : dict
         Dask options: ``address`` (join an existing scheduler); ``slurm`` (dask-jobqueue
         ``SLURMCluster`` options and ``jobs``, waiting for ``n_workers`` workers); else
@@ -318,7 +341,7 @@ class DSPL(SPLEstimator):
         max_admm: int = 2000,
         adaptive_rho: bool = False,
         v_in_admm: bool = False,
-        backend: str = "dask",
+        backend: str = "auto",
         cluster: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(model=model, model_params=model_params, sp=sp, sp_params=sp_params)
@@ -343,13 +366,14 @@ class DSPL(SPLEstimator):
             raise ConfigError(f"DSPL is a regression method; model {self.model!r} is a {self.task_} model")
         sp = self._make_sp()
         batches = split_batches(X, y, self.n_batches)
-        with make_backend(self.backend, dict(self.cluster or {})) as be:
+        self.backend_ = resolve_backend(self.backend, dict(self.cluster or {}), X.shape[0])
+        with make_backend(self.backend_, dict(self.cluster or {})) as be:
             self.n_workers_ = be.n_workers()
             res = dspl_solve(
                 batches, be, sp=sp, lam0=self.lam0, tau=self.lam_max, mu=self.mu, rho=self.rho,
                 reg=self.reg, eps_r=self.eps_r, eps_s=self.eps_s, eps_L=self.eps_L,
                 max_outer=self.max_outer, max_admm=self.max_admm, adaptive_rho=self.adaptive_rho,
-                v_in_admm=self.v_in_admm,
+                v_in_admm=self.v_in_admm, progress=lambda **f: self._progress("dspl", **f),
             )
         self.result_ = res
         self.coef_ = res.z
@@ -368,6 +392,6 @@ class DSPL(SPLEstimator):
             "converged": bool(self.result_.converged),
             "final_lagrangian": float(h[-1].lagrangian),
             "n_selected": float(h[-1].n_selected),
-            "backend": self.backend,
+            "backend": self.backend_,
             "n_workers": int(self.n_workers_),
         }

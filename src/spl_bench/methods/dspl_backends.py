@@ -466,16 +466,52 @@ def slurm_cluster(options: dict[str, Any]) -> Any:
 
 CLUSTER_KEYS = ("address", "n_workers", "threads_per_worker", "processes", "slurm", "poll", "wait_timeout")
 
+#: ``backend=auto`` starts a local Dask cluster from this many rows on: below it the workers' start
+#: (seconds) and per-message latency cost more than they save.  Measured (results/bench/dspl_scaling_*,
+#: p = 50, 2 workers): Dask slower than serial at 2·10^5 and 10^6 rows, 1.13x faster at 10^7.
+AUTO_DASK_ROWS = 10_000_000
 
-def make_backend(backend: str = "dask", cluster: dict[str, Any] | None = None) -> SerialBackend | DaskBackend:
-    """Build the backend named ``backend`` (``serial`` or ``dask``) with ``cluster`` options."""
+
+def resolve_backend(backend: str, cluster: dict[str, Any] | None, n_rows: int) -> str:
+    """The backend ``auto`` stands for: ``dask`` for a given cluster or big data, else ``serial``.
+
+    A cluster is given by ``cluster.address`` (an existing scheduler) or ``cluster.slurm``; without
+    one, Dask's LocalCluster is used from :data:`AUTO_DASK_ROWS` training rows on.  Both backends give
+    the same numbers, so the choice changes the time only.  ``serial`` and ``dask`` are kept as given.
+    """
+    if backend != "auto":
+        return backend
     cluster = dict(cluster or {})
+    if cluster.get("address") or cluster.get("slurm") is not None or n_rows >= AUTO_DASK_ROWS:
+        return "dask"
+    return "serial"
+
+
+def quiet_dask_logs() -> None:
+    """Dask's INFO lines (scheduler, nanny, worker start) to WARNING: they would drown the run's output."""
+    import logging
+
+    for name in ("distributed", "distributed.scheduler", "distributed.nanny", "distributed.core",
+                 "distributed.worker", "distributed.http.proxy"):  # fmt: skip
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def make_backend(
+    backend: str = "dask", cluster: dict[str, Any] | None = None, n_rows: int = 0
+) -> SerialBackend | DaskBackend:
+    """Build the backend named ``backend`` (``serial``, ``dask`` or ``auto``) with ``cluster`` options.
+
+    ``auto`` is resolved by :func:`resolve_backend` from ``cluster`` and ``n_rows`` (the training rows).
+    """
+    cluster = dict(cluster or {})
+    backend = resolve_backend(backend, cluster, n_rows)
     if backend == "serial":
         return SerialBackend()
     if backend == "dask":
+        quiet_dask_logs()
         unknown = set(cluster) - set(CLUSTER_KEYS)
         if unknown:
             raise ConfigError(f"unknown DSPL cluster option(s) {sorted(unknown)}; valid: {sorted(CLUSTER_KEYS)}")
         return DaskBackend(**cluster)
-    raise ConfigError(f"unknown DSPL backend {backend!r}; valid: dask, serial")
+    raise ConfigError(f"unknown DSPL backend {backend!r}; valid: auto, dask, serial")
 

@@ -193,27 +193,61 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
+def _cell(mean: float, std: float, n: int, digits: int) -> str:
+    """``mean ± std``; one run has no spread: ``mean (1 run)``."""
+    return f"{mean:.{digits}f} (1 run)" if n == 1 else f"{mean:.{digits}f} ± {std:.{digits}f}"
+
+
+def runs_per_method(part: pd.DataFrame) -> int | str:
+    """The ``runs`` of one table row: the count when every method has it, else each method's."""
+    counts = part.groupby("method_label")["n"].max()
+    if counts.nunique() == 1:
+        return int(counts.iloc[0])
+    return ", ".join(f"{m} {int(n)}" for m, n in counts.items())
+
+
 def paper_table(summary: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
-    """Pivot a summary into rows = (dataset, noise, ...) and columns = methods, cells ``mean ± std``."""
+    """Pivot a summary into rows = (dataset, noise, ...) and columns = methods, cells ``mean ± std``.
+
+    ``runs`` is the number of runs of the row's methods when they agree, else per method
+    (``acs 20, original 2``): a mean over 2 runs is not one over 20.
+    """
     s = summary.copy()
-    s["cell"] = [f"{m:.{digits}f} ± {d:.{digits}f}" for m, d in zip(s["mean"], s["std"], strict=True)]
+    s["cell"] = [_cell(m, d, int(n), digits) for m, d, n in zip(s["mean"], s["std"], s["n"], strict=True)]
     table = s.pivot_table(index=ROW_KEYS, columns="method_label", values="cell", aggfunc="first")
     if s["restarts"].notna().any():
         rst = s.dropna(subset=["restarts"]).groupby(ROW_KEYS)["restarts"].mean().round(1)
         table["restarts"] = rst
-    table["runs"] = s.groupby(ROW_KEYS)["n"].max()
+    runs = {key: runs_per_method(part) for key, part in s.groupby(ROW_KEYS, dropna=False)}
+    table["runs"] = pd.Series(runs, dtype=object).reindex(table.index)
     table.columns.name = None
     return table.reset_index()
 
 
+def heading_lines(items: list[str], width: int, sep: str = " · ") -> list[str]:
+    """``items`` joined by ``sep`` into lines of at most ``width`` characters (an item is never split)."""
+    lines: list[str] = []
+    for item in items:
+        if lines and len(lines[-1]) + len(sep) + len(item) <= width:
+            lines[-1] += sep + item
+        else:
+            lines.append(item)
+    return lines
+
+
 def print_tables(summary: pd.DataFrame, console: Console | None = None) -> None:
-    """Print the paper-style table with rich."""
+    """Print the paper-style table with rich, the keys it shares above it in lines of the console's width."""
     console = console or Console()
     table = paper_table(summary)
     constant = [k for k in ROW_KEYS if table[k].nunique(dropna=False) == 1]
-    title = "\n".join(f"{k}: {table[k].iloc[0]}" for k in constant)
+    metrics = [m for m in ("accuracy", "gen_error") if m in set(summary["metric"].astype(str))]
+    arrows = ", ".join(f"{m} {'↑' if m == 'accuracy' else '↓'}" for m in metrics)
+    items = [f"mean ± std over runs ({arrows})" if arrows else "mean ± std over runs",
+             *(f"{k}: {table[k].iloc[0]}" for k in constant)]  # fmt: skip
+    for line in heading_lines(items, max(int(console.width) - 1, 20)):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     table = table.drop(columns=constant)
-    rt = Table(title=f"mean ± std over runs (accuracy ↑, gen_error ↓)\n{title}")
+    rt = Table()
     for c in table.columns:
         rt.add_column(str(c))
     for row in table.itertuples(index=False):

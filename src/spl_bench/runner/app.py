@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import inspect
 import json
 import math
+import os
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -34,7 +38,7 @@ from spl_bench.models import get_model
 from spl_bench.paths import config_dir
 from spl_bench.progress import display_hook, with_progress
 from spl_bench.protocol import NoiseConfig, ProtocolConfig, RunOutcome, run_once
-from spl_bench.runner.results import RowStore, code_version, config_hash
+from spl_bench.runner.results import RowStore, code_version, config_hash, hashes_in
 
 AUTO_NOISE = {"classification": "uniform_flip", "regression": "target_gaussian"}
 
@@ -42,14 +46,28 @@ AUTO_NOISE = {"classification": "uniform_flip", "regression": "target_gaussian"}
 DEFAULT_DIRNAME = "_default"
 
 
+#: a value of an override that holds a path (``/some/dir/wine2.csv.gz``): up to the next ``,``
+_PATH_VALUE = re.compile(r"=([^,=]*/[^,=]*)")
+
+
+def _path_value(match: re.Match[str]) -> str:
+    value = match.group(1)
+    last = value.rstrip("/").rsplit("/", 1)[-1] or "root"
+    digest = hashlib.sha1(value.encode()).hexdigest()[:6]
+    return f"={last}~{digest}"
+
+
 def job_dirname(override_dirname: str) -> str:
     """Folder name of a job: its overrides (Hydra's ``override_dirname``), or ``_default`` if none.
 
     Registered as the ``spl_job_dir`` resolver used by ``hydra.run.dir`` / ``hydra.sweep.subdir``
     in ``configs/config.yaml``.  Without it the no-override run would write straight into
-    ``runs/<exp_name>/``, the parent folder of every other run of the experiment.
+    ``runs/<exp_name>/``, the parent folder of every other run of the experiment.  A value that
+    is a path (``+data.file=/some/dir/wine2.csv.gz``) is named by its last part and 6 hex digits
+    of the whole value (``+data.file=wine2.csv.gz~1a2b3c``): one folder level per run, one folder
+    per path.
     """
-    return str(override_dirname) or DEFAULT_DIRNAME
+    return _PATH_VALUE.sub(_path_value, str(override_dirname)) or DEFAULT_DIRNAME
 
 
 # at import: parallel launchers unpickle ``task`` by reference, which imports this module first
@@ -126,11 +144,48 @@ def check_root_keys(cfg: DictConfig, experiment: str | None = None) -> None:
             raise unknown_key("top-level config key", str(key), valid)
 
 
+def check_keywords(kind: str, target: Callable[..., Any], given: dict[str, Any]) -> None:
+    """Refuse keys of ``given`` that ``target`` does not take, naming the closest valid one.
+
+    ``+model.params.alpah=0.01`` would otherwise end in a traceback (``unexpected keyword argument``)
+    deep inside the fit.  ``kind`` names the config keys (``model.params key of model lasso``).
+    """
+    try:
+        params = inspect.signature(target).parameters
+    except (TypeError, ValueError):
+        return
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    valid = [n for n, p in params.items() if n != "self" and p.kind is not inspect.Parameter.VAR_POSITIONAL]
+    for key in given:
+        if key not in valid:
+            raise unknown_key(kind, str(key), valid)
+
+
+def check_component_params(cfg: DictConfig) -> None:
+    """``model.params``, ``sp.params`` and the method's keys: every key one the code takes."""
+    from hydra.utils import get_class
+
+    from spl_bench.models import REGISTRY as MODELS
+    from spl_bench.sp import REGISTRY as SPS
+
+    model, sp = str(cfg.model.name), str(cfg.sp.name)
+    check_keywords(f"model.params key of model {model}", MODELS.get(model), dict(_plain(cfg.model.get("params")) or {}))
+    check_keywords(f"sp.params key of sp {sp}", SPS.get(sp), dict(_plain(cfg.sp.get("params")) or {}))
+    method = {k: v for k, v in _plain(cfg.method).items() if k not in ("name", "_target_")}
+    try:
+        target = get_class(str(cfg.method.get("_target_")))
+    except Exception:  # an unknown target is reported by instantiate, with its own message
+        return
+    check_keywords(f"method key of method {cfg.method.get('name')}", target, method)
+
+
 def estimator_factory(cfg: DictConfig) -> Callable[[], SPLEstimator]:
     """A function building a fresh, unfitted method estimator from ``cfg.method``."""
     method_cfg = {k: v for k, v in _plain(cfg.method).items() if k != "name"}
     if "_target_" not in method_cfg:
         raise ConfigError(f"method config {cfg.method.get('name')!r} has no _target_")
+    check_component_params(cfg)
     kwargs = {
         "model": str(cfg.model.name),
         "model_params": dict(_plain(cfg.model.get("params")) or {}),
@@ -146,6 +201,8 @@ def estimator_factory(cfg: DictConfig) -> Callable[[], SPLEstimator]:
 
 
 def check_task(cfg: DictConfig, ds: Dataset) -> None:
+    """Refuse a model of another task than the dataset's (and model parameters it does not take)."""
+    check_component_params(cfg)
     model = get_model(str(cfg.model.name), **(_plain(cfg.model.get("params")) or {}))
     if model.task != ds.task:
         suggestion = "lasso" if ds.task == "regression" else "svm or model=logistic"
@@ -157,6 +214,9 @@ def check_task(cfg: DictConfig, ds: Dataset) -> None:
 
 #: method settings that do not change the numbers (where a long fit saves its state)
 RUN_ONLY_METHOD_KEYS = ("checkpoint_dir", "checkpoint_every", "blas_threads")
+#: per method, more settings that do not change the numbers: where DSPL's batches are computed
+#: (its backends give the same numbers, docs/dspl.md)
+RUN_ONLY_BY_METHOD = {"dspl": ("backend", "cluster")}
 
 
 def identity(cfg: DictConfig) -> dict[str, Any]:
@@ -165,7 +225,8 @@ def identity(cfg: DictConfig) -> dict[str, Any]:
     ident = {k: _plain(cfg[k]) for k in keys}
     ident["protocol"] = {k: v for k, v in ident["protocol"].items() if k != "n_runs"}
     ident["data"] = {k: v for k, v in ident["data"].items() if k != "root"}
-    ident["method"] = {k: v for k, v in ident["method"].items() if k not in RUN_ONLY_METHOD_KEYS}
+    run_only = (*RUN_ONLY_METHOD_KEYS, *RUN_ONLY_BY_METHOD.get(str(ident["method"].get("name")), ()))
+    ident["method"] = {k: v for k, v in ident["method"].items() if k not in run_only}
     return ident
 
 
@@ -221,8 +282,27 @@ def path_writer(run_dir: Path) -> Callable[[SPLEstimator, int], None]:
     return write
 
 
+def folder_of_config(exp_root: Path, cfg_hash: str, run_dir: Path) -> Path | None:
+    """Another run folder under ``exp_root`` that already holds row files of ``cfg_hash``, if any.
+
+    The folder name comes from the overrides as written, so one configuration can be reached by
+    two commands (``data=diabetes`` and no override at all).  Rows of one configuration stay in one
+    folder: the run continues in the folder that has the most of them.
+    """
+    if not exp_root.is_dir() or hashes_in(run_dir).get(cfg_hash):
+        return None
+    found = [d.parent.parent for d in exp_root.rglob(cfg_hash)
+             if d.is_dir() and d.parent.name == "rows" and any(d.glob("run-*.csv"))]  # fmt: skip
+    found = [d for d in found if d.resolve() != run_dir.resolve()]
+    return max(found, key=lambda d: (len(list((d / "rows" / cfg_hash).glob("run-*.csv"))), str(d)), default=None)
+
+
 def run_experiment(cfg: DictConfig, run_dir: Path) -> Path:
-    """Run every seed of the configured experiment into ``run_dir``; return the results file."""
+    """Run every seed of the configured experiment into ``run_dir``; return the results file.
+
+    When another folder of the same experiment already holds rows of this configuration, the runs
+    go there instead (:func:`folder_of_config`), and the returned file is that folder's.
+    """
     protocol = protocol_config(cfg)
     ds = load_dataset(_plain(cfg.data))
     check_task(cfg, ds)
@@ -233,6 +313,11 @@ def run_experiment(cfg: DictConfig, run_dir: Path) -> Path:
     replace = cfg.get("replace_stale", False)
     if not isinstance(replace, bool):
         raise ConfigError(f"replace_stale must be true or false, got {replace!r}")
+    home = folder_of_config(Path(str(cfg.results_root)) / str(cfg.exp_name), h, run_dir)
+    if home is not None:
+        console().print(f"[cyan]same configuration:[/] config hash {h} already has rows in {home}; "
+                        "the runs continue there", soft_wrap=True)  # fmt: skip
+        run_dir = home
     store = RowStore(run_dir, h, ident)
     for path, moved, reason in store.set_aside_damaged():  # a damaged row file never counts: its run runs again
         console().print(Text.assemble(("damaged: ", "yellow"), f"{path} ({reason}): moved to {moved}; its run is "
@@ -273,9 +358,13 @@ def task(cfg: DictConfig) -> None:
     (``spl_bench.runner.app.task``) instead of by value with this module's globals.
     """
     run_dir = Path(HydraConfig.get().runtime.output_dir)
+    root = Path(str(cfg.get("results_root", run_dir.parent)))
+    _tidy_sweep_folder()
     try:
         check_root_keys(cfg, HydraConfig.get().runtime.choices.get("experiment"))
         results = run_experiment(cfg, run_dir)
+        if results.parent.resolve() != run_dir.resolve():
+            _drop_if_empty(run_dir, root)  # the runs went to the folder that has this configuration
         if cfg.print_table:
             from spl_bench.report.tables import print_tables, read_results, summarize
 
@@ -283,14 +372,37 @@ def task(cfg: DictConfig) -> None:
         console().print(f"[green]results:[/] {results}", soft_wrap=True)
     except OSError as exc:  # a full disk, a read-only folder, no permission: one line, no traceback
         problem = environment_error(exc, "writing", run_dir, ROWS_KEPT)
+        _drop_if_empty(run_dir, root)
         if problem is None:
             raise
         print_error(console(), problem)
         raise SystemExit(2) from None
     except SplBenchError as exc:
-        _drop_if_empty(run_dir, Path(str(cfg.get("results_root", run_dir.parent))))
+        _drop_if_empty(run_dir, root)
         print_error(console(), exc)
         raise SystemExit(2) from None
+    except BaseException:  # a bug or an interrupt: the traceback stays, an empty folder does not
+        _drop_if_empty(run_dir, root)
+        raise
+
+
+def _tidy_sweep_folder() -> None:
+    """Move Hydra's ``multirun.yaml`` from ``<results_root>/<exp_name>/`` to its ``.hydra/`` folder.
+
+    That folder holds run folders only; the sweep's record sits beside them in ``.hydra/``, as
+    each run folder's own ``.hydra/`` holds its config.  The first job of a sweep moves it.
+    """
+    from hydra.types import RunMode
+
+    hc = HydraConfig.get()
+    if hc.mode != RunMode.MULTIRUN:
+        return
+    sweep = Path(str(hc.sweep.dir))
+    try:
+        (sweep / ".hydra").mkdir(parents=True, exist_ok=True)
+        os.replace(sweep / "multirun.yaml", sweep / ".hydra" / "multirun.yaml")
+    except OSError:  # another job moved it first, or the folder is not writable: nothing to tidy
+        pass
 
 
 #: what the one-line error of a failed write adds: nothing written is lost, nothing half-written counts

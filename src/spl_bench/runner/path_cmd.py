@@ -1,18 +1,14 @@
 """``spl-bench path``: compute one GAGA age-path, write the AgePath file and its figures.
 
-Usage (``key=value`` arguments, Hydra-style names)::
-
-    spl-bench path model=lasso sp=linear data=diabetes [alpha=0.005] [C=1] [gamma=0.5]
-                   [sp_gamma=0.5] [lam_min=0.1] [lam_max=20] [seed=40] [run=0]
-                   [noise_rate=0.3] [noise_kind=auto] [out=results/path] [ode_method=auto] [progress=true]
-
-The data are prepared exactly as run ``run`` of ``spl-bench run`` with the default protocol
-(:func:`spl_bench.protocol.run.prepare_run`: 3:1 split seeded ``seed + run``, scaling on the
-training rows, ``noise_rate`` of the training rows corrupted by ``noise_kind`` — ``auto``:
-label flips or target replacement by task — and 20 % of them held out for validation), so
-the path is the one ``spl-bench run method=gaga`` fits in that run.
-Writes ``<out>/<data>_<model>_<sp>.npz`` (:meth:`AgePath.save`), ``*_agepath.png``
-(paper Fig. 2), ``*_learning_curve.png`` (Fig. 1) and ``*_critical.png`` (Fig. 6).
+The keys are those of ``spl-bench run`` (:data:`USAGE`); the short names of earlier versions
+(``alpha``, ``sp_gamma``, ``noise_rate``, ...) are still taken.  The data are prepared exactly as
+run ``run`` of ``spl-bench run`` with the default protocol (:func:`spl_bench.protocol.run.prepare_run`:
+3:1 split seeded ``protocol.base_seed + run``, scaling on the training rows, ``noise.rate`` of the
+training rows corrupted by ``noise.kind`` -- ``auto``: label flips or target replacement by task --
+and 20 % of them held out for validation), so the path is the one ``spl-bench run method=gaga``
+fits in that run.  Writes ``<out>/<data>_<model>_<sp>.npz`` (:meth:`AgePath.save`),
+``*_agepath.png`` (paper Fig. 2), ``*_learning_curve.png`` (Fig. 1), ``*_critical.png`` (Fig. 6)
+and ``*_summary.json``.
 """
 
 from __future__ import annotations
@@ -24,22 +20,50 @@ import numpy as np
 
 from spl_bench.errors import ConfigError, check_int, check_number, unknown_key
 
+USAGE = """usage: spl-bench path [key=value ...]
+
+One GAGA age-path (the path spl-bench run method=gaga fits in one run), its file and figures.
+Keys (as in spl-bench run; default in brackets):
+  data=NAME                  dataset config [diabetes]
+  model=lasso|logistic|huber|svm   [lasso]
+  sp=NAME                    SP-regularizer [linear]
+  model.params.alpha=A       lasso / huber [0.005];  model.params.delta=D (huber)
+  model.params.C=C           logistic / svm;  model.params.kernel=K, model.params.gamma=G (svm)
+  sp.params.gamma=G          sp=mixture [0.5]
+  method.lam_min=L  method.lam_max=L   the ages [0.1, 20]
+  method.ode_method=M        auto | compiled | LSODA | ... [auto]
+  noise.rate=R  noise.kind=K [0.3, auto]
+  protocol.base_seed=S       [40];  run=K: the run whose data are used [0]
+  out=DIR                    where the files go [runs/path]
+  progress=false             no progress bar
+example: spl-bench path data=diabetes sp=mixture sp.params.gamma=0.5 method.lam_max=3"""
+
 MODEL_KEYS = {"lasso": ("alpha",), "logistic": ("C",), "huber": ("alpha", "delta"),
               "svm": ("C", "kernel", "gamma")}
-#: every key ``spl-bench path`` understands; anything else is refused (a typo must not be ignored)
+#: every key ``spl-bench path`` understands, by its short name; anything else is refused (a typo must not be ignored)
 KEYS = ("model", "sp", "data", "alpha", "delta", "C", "kernel", "gamma", "sp_gamma", "lam_min", "lam_max", "seed",
         "run", "noise_rate", "noise_kind", "out", "ode_method", "progress")  # fmt: skip
+#: ``spl-bench run``'s name of each key -> the short name
+RUN_KEYS = {
+    **{f"model.params.{k}": k for k in ("alpha", "delta", "C", "kernel", "gamma")},
+    "sp.params.gamma": "sp_gamma", "method.lam_min": "lam_min", "method.lam_max": "lam_max",
+    "method.ode_method": "ode_method", "noise.rate": "noise_rate", "noise.kind": "noise_kind",
+    "protocol.base_seed": "seed",
+}  # fmt: skip
+#: the default output folder: beside spl-bench run's ``runs/``, never inside the committed results/
+DEFAULT_OUT = "runs/path"
 
 
 def _parse(argv: list[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for a in argv:
         if "=" not in a:
-            raise ConfigError(f"spl-bench path takes key=value arguments, got {a!r}")
+            raise ConfigError(f"spl-bench path takes key=value arguments (spl-bench path --help), got {a!r}")
         k, v = a.split("=", 1)
         k = k.lstrip("+")
+        k = RUN_KEYS.get(k, k)
         if k not in KEYS:
-            raise unknown_key("spl-bench path key", k, list(KEYS))
+            raise unknown_key("spl-bench path key", k, [*RUN_KEYS, *KEYS])
         out[k] = v
     return out
 
@@ -61,6 +85,9 @@ def main(argv: list[str]) -> int:
     from spl_bench.protocol.run import prepare_run
     from spl_bench.runner.app import AUTO_NOISE
 
+    if any(arg in ("-h", "--help") for arg in argv):
+        print(USAGE)
+        return 0
     a = _parse(argv)
     model = a.get("model", "lasso")
     sp = a.get("sp", "linear")
@@ -69,13 +96,13 @@ def main(argv: list[str]) -> int:
         raise ConfigError(f"unknown model {model!r}; valid models: {', '.join(MODEL_KEYS)}")
     for k in ("alpha", "delta", "C", "kernel", "gamma"):
         if k in a and k not in MODEL_KEYS[model]:
-            raise ConfigError(f"{k} is not a parameter of model {model!r} (its parameters: "
+            raise ConfigError(f"model.params.{k} / {k} is not a parameter of model {model!r} (its parameters: "
                               f"{', '.join(MODEL_KEYS[model])})")
     mparams = {k: _num(k, a[k]) for k in MODEL_KEYS[model] if k in a}
     if model in ("lasso", "huber"):
         mparams.setdefault("alpha", 0.005)
     if "sp_gamma" in a and sp != "mixture":
-        raise ConfigError(f"sp_gamma is a parameter of sp=mixture only, not of sp={sp}")
+        raise ConfigError(f"sp.params.gamma / sp_gamma is a parameter of sp=mixture only, not of sp={sp}")
     sp_params = {"gamma": check_number("sp_gamma", a.get("sp_gamma", 0.5))} if sp == "mixture" else {}
     seed = check_int("seed", a.get("seed", "40"), minimum=0)
     lam_range = (check_number("lam_min", a.get("lam_min", 0.1)), check_number("lam_max", a.get("lam_max", 20.0)))
@@ -83,7 +110,7 @@ def main(argv: list[str]) -> int:
         raise ConfigError(f"need 0 < lam_min < lam_max, got lam_min={lam_range[0]}, lam_max={lam_range[1]}")
     from spl_bench.runner.cli import check_output_folder
 
-    out = Path(a.get("out", "results/path"))
+    out = Path(a.get("out", DEFAULT_OUT))
     check_output_folder("out=", str(out))
 
     run = check_int("run", a.get("run", "0"), minimum=0)
