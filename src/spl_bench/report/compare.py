@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from spl_bench.paths import data_dir, repo_root
-from spl_bench.report import blocks, environments, page, significance
+from spl_bench.report import blocks, environments, floor, page, significance
 from spl_bench.report.bands import AGREEMENT, FAR, agreement, beyond, within
 from spl_bench.report.direction import higher_is_better as _higher_better
 from spl_bench.report.lines import VARIED, table_lines
@@ -177,6 +177,7 @@ def summarize_ours(frame: pd.DataFrame, table: int) -> pd.DataFrame:
         s["restarts_ours"] = main.groupby(keys, dropna=False)["n_restarts"].mean()
         s["time_s"] = main.groupby(keys, dropna=False)["time_s"].mean()
         s["candidates"] = main.groupby(keys, dropna=False)["n_candidates"].mean()
+        s = floor.join_floors(s, main, keys, col)  # the constant predictor's mean on the same runs
         out.append(s.reset_index())
     return pd.concat(out, ignore_index=True)
 
@@ -225,19 +226,22 @@ class TableComparison:
     mixed: list[str] = field(default_factory=list)
 
 
-def compare_table(key: str, rows_root: Path | None = None, failures: dict | None = None) -> TableComparison:
-    """Join the paper's cells of one table with our summaries (both selection rules)."""
+def compare_table(key: str, rows_root: Path | None = None, failures: dict | None = None,
+                  floors: pd.DataFrame | None = None) -> TableComparison:
+    """Join the paper's cells of one table with our summaries (both selection rules); ``floors``: the
+    constant predictor's values (:mod:`spl_bench.report.floor`; default: the file beside ``rows_root``)."""
     experiment, paper, table = TABLES[key]
+    floors = floor.load_floors(floor.floors_path(rows_root)) if floors is None else floors
     pap = load_paper(paper, table).copy()
     pap["noise_rate"] = pd.to_numeric(pap["noise_rate"], errors="coerce").fillna(0.0).round(4)
     name = VARIED.get(table)
     pap["pval"] = pap["param"].map(lambda p: _param_value(p, name)) if name else np.nan
     recs = []
-    noisy = load_ours(experiment, rows_root)
+    noisy = floor.attach(load_ours(experiment, rows_root), experiment, floors)
     sources = [("", summarize_ours(noisy, table))]
     raw = [noisy.assign(variant="")] if len(noisy) else []
     for variant in VARIANTS:
-        rows = load_ours(f"{experiment}@{variant}", rows_root)
+        rows = floor.attach(load_ours(f"{experiment}@{variant}", rows_root), f"{experiment}@{variant}", floors)
         if variant in RMSE_VARIANTS:
             rows = _as_rmse(rows)
         extra = summarize_ours(rows, table)
@@ -251,6 +255,7 @@ def compare_table(key: str, rows_root: Path | None = None, failures: dict | None
     _add_clean_reference(cells, clean_reference(experiment, table, rows_root), _row_models(noisy, table), name)
     _add_authors_z(cells)
     cells["status"], cells["reason"] = zip(*[_status(r, failures or {}) for r in cells.itertuples()], strict=True)
+    floor.add_columns(cells)
     cells["agreement"] = [agreement(z) if runs else "–" for z, runs in zip(cells["z"], cells["runs"], strict=True)]
     rows = pd.concat(raw, ignore_index=True) if raw else pd.DataFrame()
     keys = ("variant", "cell", "selection")
@@ -278,6 +283,8 @@ def _as_rmse(rows: pd.DataFrame) -> pd.DataFrame:
     rows = rows.copy()
     mse = rows["metric"].astype(str).str.endswith("gen_error")
     rows.loc[mse, "value"] = np.sqrt(rows.loc[mse, "value"].astype(float))
+    if "floor" in rows:  # the constant predictor's MSE too
+        rows.loc[mse, "floor"] = np.sqrt(rows.loc[mse, "floor"].astype(float))
 
     def root(info: str) -> str:
         d = json.loads(info) if isinstance(info, str) else {}
@@ -440,12 +447,13 @@ def _join(paper: str, table: int, pap: pd.DataFrame, ours: pd.DataFrame, name: s
                 h = hit.iloc[0]
                 rec.update(ours_mean=_convert(cell.metric, h["metric"], h["ours_mean"]), ours_std=h["ours_std"],
                            runs=int(h["runs"]), ours_restarts=h["restarts_ours"], time_s=h["time_s"],
-                           candidates=h["candidates"])  # fmt: skip
+                           candidates=h["candidates"], floor_mean=_convert(cell.metric, h["metric"], h["floor_mean"]),
+                           floor_runs=int(h["floor_runs"]))  # fmt: skip
             elif variant:
                 continue
             else:
                 rec.update(ours_mean=np.nan, ours_std=np.nan, runs=0, ours_restarts=np.nan, time_s=np.nan,
-                           candidates=np.nan)
+                           candidates=np.nan, floor_mean=np.nan, floor_runs=0)
             if variant:
                 rec["selection"] = f"{sel}@{variant}"
             recs.append(rec)
@@ -462,7 +470,10 @@ def _status(r, failures: dict) -> tuple[str, str]:
             return known
         return "not_run", "no committed rows yet (scripts/reproduce_tables.py --plan shows what is left)"
     note = ""
-    if np.isfinite(r.z) and beyond(r.z, FAR) and "@" not in r.selection:  # variants carry their own protocol
+    degenerate = floor.is_degenerate(r)  # no better than a constant: that, not the protocol, explains the gap
+    if degenerate:
+        note = floor.reason(r)
+    elif np.isfinite(r.z) and beyond(r.z, FAR) and "@" not in r.selection:  # variants carry their own protocol
         task = "classification" if r.metric in ("accuracy", "test_error") else "regression"
         # noisy test labels lower the paper's accuracy: they explain ours above it, not below
         ours_better = r.z > 0 if _higher_better(r.metric) else r.z < 0
@@ -473,8 +484,9 @@ def _status(r, failures: dict) -> tuple[str, str]:
     if r.runs < target:
         tail = f"; {note}" if note else ""
         per = f", {r.time_s:.0f} s per run measured" if np.isfinite(r.time_s) else ""
-        return "partial", f"{r.runs} of {target} runs committed{per} (the sweep resumes from here){tail}"
-    return "complete", note
+        status = floor.DEGENERATE if degenerate else "partial"
+        return status, f"{r.runs} of {target} runs committed{per} (the sweep resumes from here){tail}"
+    return (floor.DEGENERATE if degenerate else "complete"), note
 
 
 def _worse_reason(r: Any) -> str:
@@ -515,6 +527,7 @@ def row_summary(cells: pd.DataFrame, selection: str, tests: pd.DataFrame | None 
             ours = _fmt(r.ours_mean, r.ours_std) + (f" ({r.runs})" if r.runs else "")
             if r.method == best_ours:
                 ours = f"**{ours}**" + rests
+            ours += floor.mark(r)
             pap = _fmt(r.paper_mean, r.paper_std)
             if r.method == best_paper:
                 pap = f"**{pap}**"
@@ -574,6 +587,7 @@ def write_table(comp: TableComparison, out_root: Path, figures: bool = True) -> 
         md.append(to_markdown(row_summary(cells, sel, tests[tests["selection"] == sel])))
         md.append(SIGNIFICANCE_NOTE)
         md.append(page.candidates_line(cells, sel))
+        md.append(floor.note(cells, sel))
         if sel in comp.ranks:
             md.append(comp.ranks[sel].summary() + " Diagram: `critical_difference.png`.\n")
         elif sweep and sel in SELECTIONS:
@@ -625,7 +639,7 @@ SIGNIFICANCE_NOTE = (
 COVERAGE_COLUMNS = [
     "paper", "table", "dataset", "noise_rate", "method", "metric", "selection", "paper_mean", "paper_std",
     "ours_mean", "ours_std", "runs", "status", "agreement", "reason", "param", "row", "z", "within_1_std",
-    "clean_mean", "clean_std", "clean_runs", "candidates",
+    "clean_mean", "clean_std", "clean_runs", "candidates", "floor_mean", "floor_check",
 ]  # fmt: skip
 
 
@@ -695,6 +709,7 @@ def status_section(cov: pd.DataFrame) -> str:
         "found are in docs/protocol.md (Fidelity).",
         "",
         *_far_reasons(ran),
+        *floor.readme_lines(val, cov),
         "| table | cells with runs | within 1 std | rows where the paper's order holds |",
         "|---|---|---|---|",
     ]
@@ -708,6 +723,7 @@ def status_section(cov: pd.DataFrame) -> str:
 
 #: the reasons of the cells more than FAR stds away, as counted in the README (first match wins)
 FAR_REASONS = [
+    (f"no better than the constant predictor on the same splits (status `{floor.DEGENERATE}`)", floor.REASON_START),
     ("regression: the paper's metric is another scale (RMSE of a min-max target, no intercept)",
      FIDELITY_NOTE["regression"]),
     ("classification, ours above the paper: its test labels are noisy", FIDELITY_NOTE["classification"]),
@@ -801,7 +817,8 @@ def write_all(
     default ``<out_root>/FINDINGS.md``; the script writes ``results/FINDINGS.md``) and the PNGs."""
     out_root = out_root or tables_dir()
     failures = load_failures(rows_root)
-    comps = [compare_table(k, rows_root, failures) for k in TABLES]
+    floors = floor.load_floors(floor.floors_path(rows_root))
+    comps = [compare_table(k, rows_root, failures, floors) for k in TABLES]
     paths: list[Path] = []
     for comp in comps:
         paths += write_table(comp, out_root, figures)

@@ -29,6 +29,7 @@ import pandas as pd
 from spl_bench.report import blocks
 from spl_bench.report.bands import within
 from spl_bench.report.direction import higher_is_better
+from spl_bench.report.floor import DEGENERATE
 from spl_bench.report.lines import clear_winner, table_lines
 from spl_bench.report.markdown import to_markdown
 from spl_bench.report.significance import ALPHA, MIN_PAIRS
@@ -48,6 +49,21 @@ BEFORE_58 = {
                  (3, "validation"): "χ² = 6.94, p = 0.074; Original best (1.60)",
                  (3, "test"): "χ² = 1.73, p = 0.63; Original and MOSPL best (2.30)"},
 }  # fmt: skip
+
+
+def _degenerate_note(cov: pd.DataFrame) -> str:
+    """A paragraph naming the cells at or below the constant predictor (status ``degenerate``): their
+    lines still count in the claims above, so a win over them is no win."""
+    if "status" not in cov:
+        return ""
+    bad = cov[(cov["status"] == DEGENERATE) & (cov["selection"] == "validation")]
+    if bad.empty:
+        return ""
+    names = ", ".join(f"Table {r.table} {r.row} at {r.noise_rate:g} {NAMES.get(str(r.method), r.method)} "
+                      f"({r.ours_mean:.3f}, floor {r.floor_mean:.3f})" for r in bad.itertuples())  # fmt: skip
+    return (f"\n**{len(bad)} cells are no better than the constant predictor on the same splits** (status "
+            f"`{DEGENERATE}` in coverage.csv, under validation selection): {names}. Their lines still count in "
+            "the claims above; a method beating a degenerate fit there has beaten a constant.\n")
 
 
 def _pair_rows(comps: Sequence[Any], selection: str, a: str, b: str, sweeps: bool = False) -> pd.DataFrame:
@@ -194,6 +210,7 @@ def findings_markdown(comps: Sequence[Any], cov: pd.DataFrame) -> str:
         "\nGAGA follows the exact path of ACS's partial optima; where it is worse, the reasons are the "
         "candidates each method sees (GAGA's critical points against ACS's age grid) and the partial "
         "optimum chosen after a jump (docs/gaga.md).\n",
+        _degenerate_note(cov),
         "\n## 2. Self-paced learning beats the plain model under noise\n\n",
         _claim_section(gaga, [(m, "original") for m in SPL_METHODS]),
         "\n## Test selection favours the method with more candidates\n\n",
