@@ -60,3 +60,26 @@ def test_shared_ages_off_the_methods_solutions_are_refused():
     gaga = GAGA(**{**KW, "lam_min": 1.0, "lam_max": 2.0}).fit(X, y)
     gaga.use_ages([0.5, 1.0, 1.5, 3.0])  # ages off the path are no candidates
     assert [c["lam"] for c in gaga.candidate_params_] == [1.0, 1.5]
+
+
+def test_protocol_shared_grid_gives_gaga_and_acs_the_same_selected_value_and_records_it():
+    """``protocol.candidates=shared_grid`` through the protocol (split, noise, selection), diabetes."""
+    from spl_bench.data.loaders import load_dataset
+    from spl_bench.protocol.run import NoiseConfig, ProtocolConfig, run_once
+
+    ds = load_dataset("diabetes")
+    noise = NoiseConfig("target_gaussian", 0.3)
+    proto = ProtocolConfig(candidates="shared_grid", n_runs=1)
+    kw = {**KW, "model_params": {"alpha": 0.005}}
+    out = {name: run_once(ds, make, proto, noise, 0)
+           for name, make in (("gaga", lambda: GAGA(**kw)), ("acs", lambda: ACS(lam_step=0.5, **kw)))}
+    assert out["gaga"].value == pytest.approx(out["acs"].value, rel=1e-6, abs=1e-9)
+    assert out["gaga"].lam == pytest.approx(out["acs"].lam)
+    for o in out.values():
+        assert o.info["candidate_set"] == "shared_grid" and o.info["n_candidates"] == 40
+    own = run_once(ds, lambda: GAGA(**kw), ProtocolConfig(n_runs=1), noise, 0)
+    assert own.info["n_candidates"] > 40 and "candidate_set" not in own.info
+    with pytest.raises(ConfigError, match="unknown protocol.candidates"):
+        ProtocolConfig(candidates="equal")
+    with pytest.raises(ConfigError, match="no solutions indexed by age|needs a method with an age range"):
+        run_once(ds, lambda: Original(model="lasso", model_params={"alpha": 0.005}), proto, noise, 0)

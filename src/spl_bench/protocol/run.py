@@ -19,12 +19,18 @@ is kept in the run's info (``test_value_clean``).
 Every run also records ``value_test_selected`` in its info: the test metric of the candidate
 that is best *on the test split*, from the same fit.  Beside the reported value it shows what
 choosing the age on the test set (the authors' code) adds, at no extra fit.
+
+Every run records ``floor_value`` in its info too: the test metric of the constant predictor on
+the same split (:func:`constant_floor`: the majority class of the training labels, or the mean of
+the training targets, predicted for every test row), the report's sanity floor
+(:mod:`spl_bench.report.floor`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,6 +45,7 @@ from spl_bench.protocol.metrics import best_candidate, candidate_scores, metric_
 from spl_bench.protocol.splits import split_indices, validation_split
 
 SELECTIONS = ("validation", "test")
+CANDIDATE_SETS = ("own", "shared_grid")
 NOISE_SCOPES = ("train", "all")
 #: noise kinds that change the features too; with ``noise_scope=all`` only label / target noise is allowed
 _FEATURE_NOISE = ("gaussian_shift",)
@@ -56,8 +63,16 @@ class ProtocolConfig:
     n_runs: int = 20
     scaling: str = "train"
     noise_scope: str = "train"
+    # the candidates offered to the selection: each method's own, or the equal-candidates control
+    # (GAGA and ACS at the ages lam_min, lam_min + candidate_step, ..., lam_max; docs/protocol.md)
+    candidates: str = "own"
+    candidate_step: float = 0.5
 
     def __post_init__(self) -> None:
+        if self.candidates not in CANDIDATE_SETS:
+            raise ConfigError(f"unknown protocol.candidates {self.candidates!r}; valid: {', '.join(CANDIDATE_SETS)}")
+        if not float(self.candidate_step) > 0:
+            raise ConfigError(f"protocol.candidate_step must be > 0, got {self.candidate_step}")
         if self.selection not in SELECTIONS:
             raise ConfigError(f"unknown protocol.selection {self.selection!r}; valid: {', '.join(SELECTIONS)}")
         if self.noise_scope not in NOISE_SCOPES:
@@ -132,6 +147,9 @@ def run_once(
     fit_time = time.perf_counter() - t0 + float(getattr(est, "time_before_resume_", 0.0))
     if after_fit is not None:
         after_fit(est, run)
+    if protocol.candidates == "shared_grid":
+        # the equal-candidates control: the method's solutions at the shared ages only
+        est.use_ages(shared_ages(est, protocol.candidate_step))
 
     sel_scores = candidate_scores(ds.task, est.predict_candidates(X_sel), y_sel)
     best = best_candidate(ds.task, sel_scores)
@@ -142,6 +160,7 @@ def run_once(
         raise FloatingPointError(f"run {run}: test metric is {test_value}")
     info = est.run_info()
     info["value_test_selected"] = float(test_scores[best_candidate(ds.task, test_scores)])
+    info["floor_value"] = constant_floor(ds.task, training_labels(prep, protocol), sc.y_test)[0]
     if clean is not None:
         info["test_value_clean"] = float(candidate_scores(ds.task, est.predict(clean.X_test)[None, :], clean.y_test)[0])
     cand = dict(est.selected_params_)
@@ -159,6 +178,45 @@ def run_once(
         n_test=len(te),
         n_corrupted=n_noisy_train,
     )
+
+
+def training_labels(prep: PreparedRun, protocol: ProtocolConfig) -> np.ndarray:
+    """The labels (targets) of the run's whole training split as the methods see it (noise included):
+    the fitted rows and, with ``selection=validation``, the validation rows held out of them."""
+    if protocol.selection == "validation":
+        return np.concatenate([prep.y_fit, prep.y_sel])
+    return prep.y_fit
+
+
+def constant_floor(task: str, y_train: np.ndarray, y_test: np.ndarray) -> tuple[float, float]:
+    """The test metric of the constant predictor fitted on ``y_train``, and the constant.
+
+    Classification: the majority class of ``y_train`` (the smallest label on a tie) predicted for
+    every test row, scored by accuracy.  Regression: the mean of ``y_train`` (``math.fsum``, so it
+    does not depend on the order of the rows) predicted for every test row, scored by the
+    protocol's generalisation error.  The value a fit must beat to be more than a constant.
+    """
+    y_train = np.asarray(y_train)
+    if len(y_train) == 0 or len(y_test) == 0:
+        raise ValueError("the constant predictor needs training and test rows")
+    if task == "classification":
+        classes, counts = np.unique(y_train, return_counts=True)
+        constant = float(classes[int(np.argmax(counts))])
+    else:
+        constant = math.fsum(np.asarray(y_train, float).tolist()) / len(y_train)
+    preds = np.full((1, len(y_test)), constant)
+    return float(candidate_scores(task, preds, np.asarray(y_test))[0]), constant
+
+
+def shared_ages(est: SPLEstimator, step: float) -> np.ndarray:
+    """The ages of the equal-candidates control: ``lam_min, lam_min + step, ..., lam_max`` of the
+    estimator's age range (the paper's ACS grid at the default step 0.5; GAGA appendix D.2)."""
+    from spl_bench.methods.acs import lambda_grid
+
+    if not hasattr(est, "lam_min") or not hasattr(est, "lam_max"):
+        raise ConfigError(f"protocol.candidates=shared_grid needs a method with an age range; "
+                          f"{type(est).__name__} has none (use GAGA or ACS)")
+    return lambda_grid(float(est.lam_min), float(est.lam_max), float(step))
 
 
 def noisy_labels_all_rows(ds: Dataset, noise: NoiseConfig, base_seed: int) -> tuple[np.ndarray, np.ndarray]:

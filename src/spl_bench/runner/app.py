@@ -224,6 +224,10 @@ def identity(cfg: DictConfig) -> dict[str, Any]:
     keys = ("data", "noise", "model", "sp", "method", "protocol")
     ident = {k: _plain(cfg[k]) for k in keys}
     ident["protocol"] = {k: v for k, v in ident["protocol"].items() if k != "n_runs"}
+    if ident["protocol"].get("candidates", "own") == "own":
+        # each method's own candidates: the hashes of every configuration made before the
+        # equal-candidates control existed stay as they were
+        ident["protocol"] = {k: v for k, v in ident["protocol"].items() if k not in ("candidates", "candidate_step")}
     ident["data"] = {k: v for k, v in ident["data"].items() if k != "root"}
     run_only = (*RUN_ONLY_METHOD_KEYS, *RUN_ONLY_BY_METHOD.get(str(ident["method"].get("name")), ()))
     ident["method"] = {k: v for k, v in ident["method"].items() if k not in run_only}

@@ -107,9 +107,20 @@ VARIANTS: dict[str, dict[str, tuple[str, ...]]] = {
         "classification": ("noise.rate=0",),
         "regression": ("noise.rate=0",),
     },
+    # the equal-candidates control (issue 65; docs/protocol.md, "What each selection rule measures"):
+    # GAGA and ACS each offer their solutions at the same ages, the paper's ACS grid, so that a
+    # difference of selected values measures the solutions, not how many candidates each offers;
+    # only the methods whose solutions are indexed by age (EQUAL_CANDIDATE_METHODS) have such cells
+    "equal_candidates": {
+        "classification": ("protocol.candidates=shared_grid",),
+        "regression": ("protocol.candidates=shared_grid",),
+    },
 }
 #: the variant whose cells are one plain-model run per table row instead of every method's cell
 CLEAN_VARIANT = "clean"
+#: the equal-candidates variant and the methods it applies to
+EQUAL_VARIANT = "equal_candidates"
+EQUAL_CANDIDATE_METHODS = ("gaga", "acs")
 
 
 def _sweep_params(experiment: str) -> dict[str, list[str]]:
@@ -147,8 +158,10 @@ def table_cells(
                               f"method=original); table {table!r} has none")
         base = {k: v for k, v in base.items() if k not in ("method", "method.variant", "noise.rate")}
         base["method"] = ["original"]
+    if variant == EQUAL_VARIANT:
+        base = {**base, "method": [m for m in base.get("method", []) if m in EQUAL_CANDIDATE_METHODS]}
     sweeps = [base]
-    for extra in EXTRA_SWEEPS.get(table, []):
+    for extra in EXTRA_SWEEPS.get(table, []) if variant != EQUAL_VARIANT else []:
         sweeps.append({**{k: v for k, v in base.items() if k not in ("method", "method.variant")}, **extra})
     keep_m = set(methods) if methods else None
     keep_d = set(data) if data else None
