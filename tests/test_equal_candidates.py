@@ -83,3 +83,30 @@ def test_protocol_shared_grid_gives_gaga_and_acs_the_same_selected_value_and_rec
         ProtocolConfig(candidates="equal")
     with pytest.raises(ConfigError, match="no solutions indexed by age|needs a method with an age range"):
         run_once(ds, lambda: Original(model="lasso", model_params={"alpha": 0.005}), proto, noise, 0)
+
+
+def test_findings_set_each_lines_test_beside_its_equal_candidates_test(tmp_path):
+    """A mixed Table 2 (GAGA ahead of ACS on both lines, tests/mixed_rows.py) plus equal-candidates rows
+    of one line where GAGA and ACS are identical: of the two significant lines, one has such rows,
+    and there the difference does not remain."""
+    import shutil
+
+    from mixed_rows import mixed_table, write_line
+    from spl_bench.report import compare as cmp
+    from spl_bench.report.candidate_count import candidate_count_section
+
+    lines = mixed_table(tmp_path / "rows")
+    same = list(lines["music†"]["acs"])
+    write_line(tmp_path / "eq", "music", "target_gaussian@0.3", "gen_error", {"alpha": 0.005},
+               {"acs": same, "gaga": same}, "t2_music_n30")
+    shutil.move(tmp_path / "eq" / "gaga_table2", tmp_path / "rows" / "gaga_table2@equal_candidates")
+    comp = cmp.compare_table("2", tmp_path / "rows")
+    sig = comp.significance
+    eq = sig[sig["selection"] == "validation@equal_candidates"]
+    assert len(eq) == 1 and int(eq["n_nonzero"].iloc[0]) == 0 and not bool(eq["significant"].iloc[0])
+    text = candidate_count_section([comp])
+    assert "2 pooled lines show a significant difference between GAGA and ACS; 1 of them" in text
+    assert "in 0 of those the same method is still significantly better" in text
+    # test-selected = validation-selected values in these rows: no optimism for any method
+    for name in ("GAGA", "ACS", "MOSPL", "Original"):
+        assert f"| {name} | 2 | 0.0000 | 0.0000 | 0 |" in text

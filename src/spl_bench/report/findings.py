@@ -185,6 +185,7 @@ def _winners(comps: Sequence[Any]) -> str:
 
 def findings_markdown(comps: Sequence[Any], cov: pd.DataFrame) -> str:
     """The whole page (Markdown)."""
+    from spl_bench.report.candidate_count import candidate_count_section
     from spl_bench.report.selection_bias import corrections, selection_bias
 
     gaga = [c for c in comps if c.paper == "gaga"]
@@ -215,6 +216,8 @@ def findings_markdown(comps: Sequence[Any], cov: pd.DataFrame) -> str:
         _claim_section(gaga, [(m, "original") for m in SPL_METHODS]),
         "\n## Test selection favours the method with more candidates\n\n",
         selection_bias(gaga),
+        "\n## How much of the difference is the candidate count\n\n",
+        candidate_count_section(gaga),
         "\n## 3. Restarts of GAGA\n\n",
         _restarts(gaga),
         "\n## Which method wins a line\n\n",
