@@ -13,6 +13,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.datasets import load_wine
@@ -107,7 +108,8 @@ def test_wine_path_keeps_the_degenerate_start_on_request_and_warns_about_lstsq()
 def test_acs_drops_degenerate_ages_and_gaga_reports_its_start():
     X, y = _wine()
     kw = dict(model="logistic", model_params={"C": 1.0}, sp="linear", lam_min=0.1, lam_max=5.0)
-    acs = ACS(lam_step=0.5, **kw).fit(X, y)
+    with pytest.warns(RuntimeWarning, match="ages end with a single class selected"):
+        acs = ACS(lam_step=0.5, **kw).fit(X, y)
     info = acs.run_info()
     assert info["n_degenerate_ages"] >= 1
     assert len(acs.candidate_params_) == len(acs.lambdas_) == len(acs.ages()) - info["n_degenerate_ages"]
@@ -115,7 +117,9 @@ def test_acs_drops_degenerate_ages_and_gaga_reports_its_start():
         v = get_sp("linear").v_star(get_model("logistic", C=1.0).losses(p, X, y), 1e9)
         assert np.unique(y[v > 0]).size == 2
         assert abs(p.intercept) < 50.0
-    kept = ACS(lam_step=0.5, drop_degenerate=False, **kw).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        kept = ACS(lam_step=0.5, drop_degenerate=False, **kw).fit(X, y)
     assert len(kept.candidate_params_) == len(kept.lambdas_)
     assert np.all(kept.predict_candidates(X)[0] == kept.predict_candidates(X)[0][0])  # a constant predictor
     with warnings.catch_warnings():
@@ -149,3 +153,22 @@ def test_magic_telescope_seed_path_has_critical_points_and_two_classes(data_dir)
     assert (f_end > 0).any() and (f_end < 0).any()
     w0 = Params(coef=path.coef[0], intercept=float(path.intercept[0]))
     assert np.unique(y[sp.v_star(model.losses(w0, X, y), path.meta["start_lam"]) > 0]).size == 2
+
+
+def test_houses_cells_say_they_are_not_the_papers_data():
+    """The offline houses copy is the cadata file (California housing), not the paper's houses: every
+    houses cell with runs says so in coverage.csv, and house_8l names the closest OpenML match."""
+    import pandas as pd
+    import yaml
+
+    from spl_bench.paths import repo_root
+
+    cfg = {n: yaml.safe_load((repo_root() / "configs" / "data" / f"{n}.yaml").read_text()) for n in ("houses", "cadata",
+                                                                                                    "house_8l")}
+    assert cfg["houses"]["sha256"] == cfg["cadata"]["sha256"]
+    assert cfg["house_8l"]["openml_id"] == 218 and cfg["house_8l"]["file"] != cfg["houses"]["file"]
+    cov = pd.read_csv(repo_root() / "results" / "tables" / "coverage.csv")
+    houses = cov[(cov["dataset"] == "houses") & (cov["runs"] > 0)]
+    assert len(houses) > 0
+    assert houses["reason"].str.contains("different data from the paper's", regex=False).all()
+    assert not cov[cov["dataset"] == "cadata"]["reason"].fillna("").str.contains("different data").any()

@@ -17,6 +17,7 @@ compares them.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -209,6 +210,10 @@ class ACS(SPLEstimator):
         self.converged_, self.kkt_, self.degenerate_ = self.converged_[keep], self.kkt_[keep], self.degenerate_[keep]
         self.candidate_models_ = [m for m, ok in zip(models, keep, strict=True) if ok]
         self.candidate_params_ = [{"lam": float(lam)} for lam in self.lambdas_]
+        if n_bad := int((~keep).sum() + self.degenerate_.sum()):
+            warnings.warn(f"ACS: {n_bad} of {len(grid)} ages end with a single class selected (a constant predictor; "
+                          + ("dropped from the candidates" if (~keep).any() else "every age is one: kept")
+                          + "; run_info()['n_degenerate_ages'])", RuntimeWarning, stacklevel=2)
 
     def use_ages(self, ages: Any) -> ACS:
         """Keep the candidates at ``ages`` (the equal-candidates control, ``protocol.candidates=shared_grid``).
