@@ -26,6 +26,14 @@ def _problem(model: str) -> tuple[np.ndarray, np.ndarray, dict]:
         y = X[:, 0] + 0.1 * rng.normal(size=80)
         y[:10] += 5.0  # outliers: samples leave and enter the easy set
         return X - X.mean(0), y - y.mean(), {"alpha": 0.01}
+    if model == "logistic":
+        # data whose logistic path is two-class from its (moved) start to lam_max with 20+ critical
+        # points: the seed-1 data below walk into a one-class partial optimum (docs/gaga.md)
+        rng = np.random.default_rng(3)
+        X = rng.normal(size=(80, 5))
+        y = np.sign(X[:, 0] + 0.3 * rng.normal(size=80))
+        y[:8] *= -1
+        return X, y, {"C": 1.0}
     y = np.sign(X[:, 0] + 0.3 * rng.normal(size=80))
     y[:16] *= -1  # flipped labels
     return X, y, ({"C": 1.0, "kernel": "rbf", "gamma": 0.5} if model == "svm" else {"C": 1.0})

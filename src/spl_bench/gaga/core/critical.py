@@ -24,6 +24,43 @@ class _CriticalPoints:
     """Turning points, jump points and folds (the tracker's ``sys``, ``o``, ``newton``, ``rhs``,
     ``event_values``, ``record``, ``warm_start``, its recorded points, events and counters)."""
 
+    # ------------------------------------------------------- set-change log
+    def _sets_mark(self) -> Any:
+        """The system's sets now, for :meth:`_note_sets` (``None``: the system keeps no set log)."""
+        mark = getattr(self.sys, "sets_mark", None)
+        return None if mark is None else mark()
+
+    def _old_state(self) -> tuple[Any, float, Any, float]:
+        """The latest recorded point and its derivative ``(vec, b, dvec, db)``: the old segment's end."""
+        return self.vecs[-1], self.bs[-1], self.dvecs[-1], self.dbs[-1]
+
+    def _note_sets(self, mark: Any, lam: float, old: Any) -> None:
+        """Add to the latest event the net set change from ``mark`` (the old segment's sets, whose
+        end is ``old``) to the sets of the segment just recorded at ``lam`` (its derivative is the
+        last recorded one): ``set_change``, ``lam_sets``, ``degenerate_face``, ``rank_deficiency``
+        (:meth:`~spl_bench.gaga.svm.svm_system.SVMSystem.set_change_note`)."""
+        if mark is None or not self.events:
+            return
+        k = len(self.events) - 1
+        self.events[k].update(self.sys.set_change_note(k, mark, lam, old, self._old_state()))
+        self._noted = (k, mark, old, self._sets_mark())
+
+    def settle_sets(self, lam: float, d: Any) -> None:
+        """At a segment's start (``lam``, path derivative ``d``): sets changed since the latest
+        note without an event of their own (the warm start that ends a run of chattering events,
+        :meth:`~spl_bench.gaga.core.tracker._Tracker.follow`) go into that event's note."""
+        noted = getattr(self, "_noted", None)
+        if noted is None:
+            return
+        k, mark, old, after = noted
+        now = self._sets_mark()
+        if now is None or np.array_equal(now, after):
+            return
+        a, b = self.sys.full_vector()
+        da, db = self.sys.full_derivative(d)
+        self.events[k].update(self.sys.set_change_note(k, mark, lam, old, (a, b, da, db)))
+        self._noted = (k, mark, old, now)
+
     def fold(self, a: float, b: float, dense: Any, sign0: float,
              reason: str = "fold of the path (det J changes sign)") -> float:
         """``det J`` changed sign in ``(a, b)``: locate the fold by bisection; it is a jump point."""
@@ -75,8 +112,10 @@ class _CriticalPoints:
                           np.flatnonzero(h < -o.event_tol * scale))
         before = sysm.params()
         snap = sysm.snapshot()
+        mark = self._sets_mark()
         d_old = sysm.full_derivative(self.rhs(lam, np.append(theta, 0.0))[:-1])
         v_old = sysm.full_vector()
+        old = (*v_old, *d_old)  # the old segment's end, for the set-change note
         moves = sysm.move(fire, lam)
         # the end of the old segment: with exact zeros where indices left (GLM), or the located
         # point itself (SVM: see PathSystem.record_moved_values)
@@ -121,10 +160,12 @@ class _CriticalPoints:
                 self.n_restarts += 1
                 self.seg += 1
                 self.record(lam, "after")
+                self._note_sets(mark, lam, old)
                 return lam
             self.events.append({"lam": float(lam), "kind": "turning", "moves": moves})
             self.seg += 1
             self.record(lam, "after")
+            self._note_sets(mark, lam, old)
             return lam
         sysm.restore(snap)
         return self.jump(lam, moves, "KKT conditions fail after re-assigning the sets", before)
@@ -133,8 +174,10 @@ class _CriticalPoints:
         o = self.o
         if before is None:
             before = self.sys.params()
+        mark = self._sets_mark()  # the old segment's sets (event() restored them)
         if not self.lams or self.lams[-1] < lam:
             self.record(lam, "before")
+        old = self._old_state() if mark is not None else None
         self.events.append({"lam": float(lam), "kind": "jump", "moves": moves, "reason": reason})
         self.seg += 1
         # ACS converges slowly next to a fold of the path: move further away if it fails
@@ -147,7 +190,7 @@ class _CriticalPoints:
             warnings.warn(f"GAGA: no consistent partial optimum found after the jump at lam={lam:.6g}; "
                           "the path continues from the best ACS point (see meta['n_failed_warm_starts'])",
                           RuntimeWarning, stacklevel=2)
-        if self.degenerate(new_lam):
+        if o.degenerate_retry and self.degenerate(new_lam):
             # one class left after the jump: ACS from the v = 1 fit instead (the start's rule)
             self.n_degenerate_acs += 1
             self.warm_start(new_lam, self.sys.initial_fit())
@@ -157,4 +200,5 @@ class _CriticalPoints:
                               "from the last point and from the v = 1 fit (meta['n_degenerate_acs'])",
                               RuntimeWarning, stacklevel=2)
         self.record(new_lam, "after")
+        self._note_sets(mark, new_lam, old)
         return new_lam

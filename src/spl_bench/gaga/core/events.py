@@ -65,6 +65,7 @@ class _Events:
         are often much closer together than ``max_step``.  Overshooting is harmless: a crossing
         inside the step is located on its dense output.
         """
+        self.settle_sets(lam, d)  # (core/critical.py: sets a warm start changed without an event)
         eps = 1e-7 * max(1.0, lam)
         h0 = self.event_values(theta, lam)
         h1 = self.event_values(theta + eps * d, lam + eps)

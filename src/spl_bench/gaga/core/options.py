@@ -62,6 +62,9 @@ class EngineOptions:
     # optima"); "lam_min" starts at lam_min whatever ACS gives there (the rows before 2026-11-28)
     degenerate_start: str = "advance"
     start_rtol: float = 1e-2
+    # a warm start after a jump that ends with one class selected is retried from the v = 1 fit at
+    # the same age (the start's rule); False: the path goes on from it (the rows before 2026-11-28)
+    degenerate_retry: bool = True
     # warn when more right-hand sides than this share (and ``lstsq_warn_min``) were solved by least squares
     lstsq_warn_share: float = 0.1
     lstsq_warn_min: int = 50

@@ -42,7 +42,10 @@ class AgePath:
         ``after`` (start of the next one), ``before`` (last point before a jump).
     events : list of dict
         One per critical point: ``lam``, ``kind`` (``turning`` | ``jump``) and
-        ``moves``, a list of ``[index, from_set, to_set]``.
+        ``moves``, a list of ``[index, from_set, to_set]``.  SVM paths add the net set
+        change the event made, warm starts included (``set_change``, from ``lam_sets``
+        on), the moved samples that stay on the margin (``degenerate_face``) and
+        ``rank_deficiency`` (:meth:`~spl_bench.gaga.svm.svm_system.SVMSystem.set_change_note`).
     n_restarts : int
         Number of ACS warm starts (jump points).
     meta : dict

@@ -240,8 +240,8 @@ class _Tracker(_Stepping, _CriticalPoints, _Events, _WarmStarts, _PathEquation):
         svm = meta["model"] == "svm"
         ev = []
         for e in self.events:
-            ev.append({"lam": e["lam"], "kind": e["kind"], "moves": [list(m) for m in e["moves"]],
-                       **({"reason": e["reason"]} if "reason" in e else {})})
+            # lam, kind, moves, a jump's reason, and what a system notes on an event (the SVM's set-change log)
+            ev.append({**e, "lam": e["lam"], "kind": e["kind"], "moves": [list(m) for m in e["moves"]]})
         return AgePath(
             lambdas=np.array(self.lams),
             coef=None if svm else vecs,

@@ -35,6 +35,9 @@ SCHUR_MIN_Z = 64
 SCHUR_UPDATE_MAX = 12
 #: smallest M for that route: below it a reduction of W costs less than the bordered solves
 SCHUR_UPDATE_MIN_M = 128
+#: a moved sample whose margin ``g`` and ``dg/dlam`` are both within this of 0 after its set change
+#: stays on the margin: its move is inside a degenerate face (:meth:`SVMSystem.set_change_note`)
+FACE_TOL = 1e-9
 
 
 class SVMSystem(_SVMFactorMixin, PathSystem):
@@ -382,6 +385,69 @@ class SVMSystem(_SVMFactorMixin, PathSystem):
                 self.a[i] = 0.0 if old == SVM_PD else self.C
         self._invalidate()
         return moves
+
+    # ------------------------------------------------------- set-change log
+    def sets_mark(self) -> NDArray[np.int8]:
+        """The current set of every sample (a copy of ``code``), to compare with later."""
+        return self.code.copy()
+
+    def _margin_class(self, state: tuple[Array, float, Array, float], lam: float) -> NDArray[np.int8]:
+        """Where each sample's margin is at a point ``(a, b, da/dlam, db/dlam)``: 0 below the margin,
+        1 on it and staying (``|g|, |dg/dlam| <= FACE_TOL``), 2 + the SP partition above it (a
+        sample at ``g = 0`` takes the side its ``dg/dlam`` points to)."""
+        a, b, da, db = state
+        if self.G is not None:
+            g = 1.0 - self.G @ (self.G.T @ a) - self.y * b
+            dg = -(self.G @ (self.G.T @ da)) - self.y * db
+        else:
+            g = 1.0 - self.Q @ a - self.y * b
+            dg = -(self.Q @ da) - self.y * db
+        at = np.abs(g) <= FACE_TOL
+        side = np.where(at, np.where(np.abs(dg) <= FACE_TOL, 0.0, dg), g)
+        out = (2 + self.sp.partition(self.C * np.maximum(g, 0.0), lam)).astype(np.int8)
+        out[side < 0] = 0
+        out[side == 0] = 1
+        return out
+
+    def _rank_deficiency(self) -> int | None:
+        """``|E_Z| + 1 - rank B``, ``B = [[Q_ZZ, y_Z], [y_Z^T, 0]]``, with a low-rank (linear) kernel
+        ``Q = G G^T``; ``None`` otherwise (an RBF block is generically of full rank, and its SVD would
+        cost O(|E_Z|^3) at every event).  ``B = U V^T`` with ``U = [[G_Z, y_Z, 0], [0, 0, 1]]`` and
+        ``V = [[G_Z, 0, y_Z], [0, 1, 0]]``, so ``rank B = rank(R_U R_V^T)``, a ``(d + 2)``-square
+        matrix from the QR factors of ``U`` and ``V``."""
+        if self.G is None:
+            return None
+        iz = self.iz
+        Gz, yz, d = self.G[iz], self.y[iz], self.G.shape[1]
+        U = np.zeros((iz.size + 1, d + 2))
+        V = np.zeros((iz.size + 1, d + 2))
+        U[:-1, :d], U[:-1, d], U[-1, d + 1] = Gz, yz, 1.0
+        V[:-1, :d], V[-1, d], V[:-1, d + 1] = Gz, 1.0, yz
+        core = np.linalg.qr(U, mode="r") @ np.linalg.qr(V, mode="r").T
+        return int(iz.size + 1 - np.linalg.matrix_rank(core))
+
+    def set_change_note(self, k: int, mark: NDArray[np.int8], lam: float, old: tuple[Array, float, Array, float],
+                        new: tuple[Array, float, Array, float]) -> dict[str, Any]:
+        """Note on event ``k``: the net set change from the sets ``mark`` to the current ones.
+
+        ``set_change`` lists ``[i, from, to]`` for every sample whose set differs, whether the
+        event's own moves made it or the warm start after a jump (or after chattering) did, which
+        re-derives the sets from the margins (:meth:`init_from`); ``lam_sets`` is the age the new
+        sets hold from (the event's, or ``lam + delta`` after a warm start).  ``degenerate_face``
+        lists the moved samples whose margin does not move with their set: on the margin
+        (``g = 1 - Q a - y b = 0`` and ``dg/dlam = -Q da/dlam - y db/dlam = 0``, eq. (7)) at the old
+        point ``old`` and at the new one ``new`` (each ``(a, b, da/dlam, db/dlam)``), or on the same
+        side of it (:meth:`_margin_class`).  Only ``a_i``'s label changed there (E_Z against E_N or
+        E_P with ``a_i`` at that bound), which ``w`` and ``b`` do not see: with a linear kernel the
+        dual of more than ``rank + 1`` margin samples is not unique.  ``rank_deficiency`` is
+        ``|E_Z| + 1 - rank [[Q_ZZ, y_Z], [y_Z^T, 0]]`` with the new sets.
+        """
+        moved = np.flatnonzero(mark != self.code)
+        same = self._margin_class(old, lam)[moved] == self._margin_class(new, lam)[moved]
+        note = {"set_change": [[int(i), SVM_SETS[int(mark[i])], SVM_SETS[int(self.code[i])]] for i in moved],
+                "lam_sets": float(lam), "degenerate_face": [int(i) for i in moved[same]],
+                "rank_deficiency": self._rank_deficiency()}
+        return note
 
     def apply_options(self, opts: Any) -> None:
         """As :meth:`PathSystem.apply_options`; ``svm_active_set=False`` leaves the fits to libsvm."""
