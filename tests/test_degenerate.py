@@ -172,3 +172,36 @@ def test_houses_cells_say_they_are_not_the_papers_data():
     assert len(houses) > 0
     assert houses["reason"].str.contains("different data from the paper's", regex=False).all()
     assert not cov[cov["dataset"] == "cadata"]["reason"].fillna("").str.contains("different data").any()
+
+
+def test_a_jump_into_a_single_class_goes_on_where_acs_from_the_plain_fit_has_both():
+    """80 rows, 20 % flips: after the jump near 0.60 the warm start, and ACS from the v = 1 fit, select
+    one class (checked here by the plain ACS loop); the path resumes at the first age where that loop
+    selects both, the gap is recorded, GAGA offers no candidate inside it, and the path ends two-class
+    (the intercept of the plain loop at lam_max, 1e-6)."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(80, 5))
+    y = np.sign(X[:, 0] + 0.3 * rng.normal(size=80))
+    y[:16] *= -1
+    model, sp = get_model("logistic", C=1.0), get_sp("linear")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        path = age_path(X, y, model="logistic", sp="linear", lam_range=(0.1, 5.0), C=1.0)
+    gaps = path.meta["degenerate_gaps"]
+    assert len(gaps) >= 1 and any("after the jump" in str(w.message) for w in caught)
+    for a, b in gaps:
+        assert np.unique(y[_plain_acs(model, sp, X, y, a)[1] > 0]).size == 1
+        assert np.unique(y[_plain_acs(model, sp, X, y, b)[1] > 0]).size == 2
+        after = np.flatnonzero(np.isclose(path.lambdas, b, rtol=1e-12, atol=0))
+        assert after.size and path.point_kind[after[0]] == "after"
+    p_end, v_end = _plain_acs(model, sp, X, y, 5.0)
+    assert np.unique(y[v_end > 0]).size == 2
+    assert path.intercept[-1] == pytest.approx(p_end.intercept, rel=1e-6, abs=1e-6)
+    g = GAGA(model="logistic", model_params={"C": 1.0}, sp="linear", lam_min=0.1, lam_max=5.0, n_grid=200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        g.fit(X, y)
+    lams = np.array([c["lam"] for c in g.candidate_params_])
+    for a, b in g.path_.meta["degenerate_gaps"]:
+        assert not np.any((lams > a) & (lams < b))
+    assert g.run_info()["n_degenerate_gaps"] == len(gaps)

@@ -248,6 +248,7 @@ def _meta(mdl: Model, spr: SPRegularizer, X: Array, lam_min: float, lam_max: flo
         "start_lam": float(tr.start_lam) if np.isfinite(tr.start_lam) else lam_min,
         "n_degenerate_acs": tr.n_degenerate_acs,
         "degenerate_reason": tr.degenerate_reason,
+        "degenerate_gaps": [list(g) for g in tr.degenerate_gaps],
     }
     meta.update(system.info())
     if tr.n_lstsq > max(opts.lstsq_warn_min, opts.lstsq_warn_share * tr.n_rhs):

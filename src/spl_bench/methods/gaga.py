@@ -157,7 +157,7 @@ class GAGA(SPLEstimator):
         vals = [path.values[i] for i in idx]
         bs = list(path.intercept[idx])
         if self.n_grid and int(self.n_grid) > 0:
-            grid = np.linspace(path.lambdas[0], path.lambdas[-1], int(self.n_grid))
+            grid = _outside_gaps(np.linspace(path.lambdas[0], path.lambdas[-1], int(self.n_grid)), path)
             gv, gb = path.at(grid)
             lams += list(grid)
             vals += list(gv)
@@ -173,7 +173,7 @@ class GAGA(SPLEstimator):
         its degenerate ages."""
         path = self.path_
         ages = np.asarray(ages, dtype=float)
-        ages = ages[(ages >= path.lambdas[0]) & (ages <= path.lambdas[-1])]
+        ages = _outside_gaps(ages[(ages >= path.lambdas[0]) & (ages <= path.lambdas[-1])], path)
         vals, bs = path.at(ages) if ages.size else (np.empty((0, 0)), np.empty(0))
         X, y = self._fit_data_
         self._keep_candidates(ages, [self._params(v, b, X, y, path) for v, b in zip(vals, bs, strict=True)])
@@ -205,5 +205,16 @@ class GAGA(SPLEstimator):
             "start_lam": float(self.path_.meta["start_lam"]),
             "n_degenerate_acs": int(self.path_.meta["n_degenerate_acs"]),
             "n_lstsq": int(self.path_.meta["n_lstsq"]),
+            "n_degenerate_gaps": len(self.path_.meta.get("degenerate_gaps", [])),
             **({"degenerate_reason": r} if (r := self.path_.meta["degenerate_reason"]) else {}),
         }
+
+
+def _outside_gaps(ages: Array, path: AgePath) -> Array:
+    """``ages`` without those inside a degenerate gap of the path (``meta["degenerate_gaps"]``: after a
+    jump no two-class partial optimum was found until the gap's end, where the path resumes; the dense
+    output there would extrapolate the old branch, no partial optimum)."""
+    keep = np.ones(len(ages), dtype=bool)
+    for a, b in path.meta.get("degenerate_gaps", []):
+        keep &= ~((ages > a) & (ages < b))
+    return ages[keep]

@@ -193,12 +193,16 @@ class _CriticalPoints:
         if o.degenerate_retry and self.degenerate(new_lam):
             # one class left after the jump: ACS from the v = 1 fit instead (the start's rule)
             self.n_degenerate_acs += 1
-            self.warm_start(new_lam, self.sys.initial_fit())
-            if self.degenerate(new_lam):
+            init = self.sys.initial_fit()
+            self.warm_start(new_lam, init, polish_first=False)
+            if self.degenerate(new_lam) and new_lam < self.lam_end:
+                # from the v = 1 fit too: go on at the first age where ACS from it is not degenerate (the
+                # start's rule); the interval between is a gap without candidates (meta["degenerate_gaps"])
                 self.n_degenerate_acs += 1
-                warnings.warn(f"GAGA: the partial optimum after the jump at lam={lam:.6g} selects a single class, "
-                              "from the last point and from the v = 1 fit (meta['n_degenerate_acs'])",
-                              RuntimeWarning, stacklevel=2)
+                lam_b = self.first_proper_age(new_lam, self.lam_end, init, after_jump=True)
+                if lam_b > new_lam:
+                    self.degenerate_gaps = [*self.degenerate_gaps, [float(new_lam), float(lam_b)]]
+                    new_lam = lam_b
         self.record(new_lam, "after")
         self._note_sets(mark, new_lam, old)
         return new_lam

@@ -174,6 +174,7 @@ class _Tracker(_Stepping, _CriticalPoints, _Events, _WarmStarts, _PathEquation):
         """Segment after segment from ``self.lam`` to ``lam_max``; ``after_segment`` is called
         between two segments (the checkpoints of :func:`age_path`)."""
         o = self.o
+        self.lam_end = lam_max
         while self.lam < lam_max and len(self.events) < o.max_events:
             lam = self.segment(self.lam, lam_max)
             self.report(min(lam, lam_max), force=True)

@@ -53,6 +53,11 @@ class _WarmStarts:
     n_degenerate_acs = 0
     start_lam = np.nan
     degenerate_reason = ""
+    #: ``[lam_a, lam_b]`` where no two-class point was found after a jump (the path resumes at lam_b);
+    #: the tracker sets its own list (a class-level tuple here only for trackers pickled before)
+    degenerate_gaps: list[list[float]] | tuple = ()
+    #: the age the tracker follows the path to (set by ``follow``; jumps advance through gaps up to it)
+    lam_end = np.inf
 
     def degenerate(self, lam: float) -> bool:
         """Whether the current point is a degenerate partial optimum at ``lam``: ``v*(ell, lam)``
@@ -61,7 +66,7 @@ class _WarmStarts:
         v = self.sp.v_star(self.sys.losses(self.sys.params()), lam)
         return self.model.degenerate_selection(self.y, v)
 
-    def first_proper_age(self, lam_min: float, lam_max: float, init: Params) -> float:
+    def first_proper_age(self, lam_min: float, lam_max: float, init: Params, after_jump: bool = False) -> float:
         """The first age in ``(lam_min, lam_max]`` where ACS from ``init`` ends on a partial optimum
         that is not degenerate; the tracker is left at that point.
 
@@ -83,7 +88,8 @@ class _WarmStarts:
         if np.isnan(hi):
             self.degenerate_reason = (
                 f"ACS from the v = 1 fit selects a single class at every age tried in [{lam_min:.4g}, "
-                f"{lam_max:.4g}]: no two-class partial optimum was found on the range")
+                f"{lam_max:.4g}]: no two-class partial optimum was found "
+                + ("after the jump there" if after_jump else "on the range"))
             warnings.warn(f"GAGA: {self.degenerate_reason}; the path is a constant predictor",
                           RuntimeWarning, stacklevel=3)
             self.warm_start(lam_min, init, polish_first=False)
@@ -100,9 +106,11 @@ class _WarmStarts:
                 hi = mid
         if at != hi:
             self.warm_start(hi, init, polish_first=False)
-        warnings.warn(f"GAGA: ACS from the v = 1 fit selects a single class at lam_min={lam_min:.4g}; the path "
-                      f"starts at lam={hi:.4g}, the first age where it does not (meta['start_lam'])",
-                      RuntimeWarning, stacklevel=3)
+        where = (f"after the jump, from lam={lam_min:.4g}; the path goes on at lam={hi:.4g}, the first age where it "
+                 "does not (meta['degenerate_gaps'])" if after_jump else
+                 f"at lam_min={lam_min:.4g}; the path starts at lam={hi:.4g}, the first age where it does not "
+                 "(meta['start_lam'])")
+        warnings.warn(f"GAGA: ACS from the v = 1 fit selects a single class {where}", RuntimeWarning, stacklevel=3)
         return hi
 
     def warm_start(self, lam: float, params: Params, polish_first: bool = True) -> bool:
