@@ -110,3 +110,20 @@ def test_findings_set_each_lines_test_beside_its_equal_candidates_test(tmp_path)
     # test-selected = validation-selected values in these rows: no optimism for any method
     for name in ("GAGA", "ACS", "MOSPL", "Original"):
         assert f"| {name} | 2 | 0.0000 | 0.0000 | 0 |" in text
+
+
+def test_numerical_ties_are_zero_differences_in_the_paired_tests():
+    """Differences of a few 1e-10 (the exact path against converged ACS fits) are ties: no test
+    rests on them; differences of 1e-6 are kept."""
+    from spl_bench.report.significance import TIE_RTOL, _pair_record, paired_differences
+
+    rng = np.random.default_rng(0)
+    a = 0.2 + 0.01 * rng.random(20)
+    tiny = a - 2e-10 * (1.0 + rng.random(20))  # one sign on every seed
+    assert np.all(paired_differences(a, tiny) == 0.0) and 2e-10 * 2 < TIE_RTOL
+    rec = _pair_record(a, tiny, higher=0.0)
+    assert rec["n_nonzero"] == 0
+    assert not rec["p_value"] < 0.05  # no p-value (NaN) or 1: nothing to test
+    small = a - 1e-6 * (1.0 + rng.random(20))
+    rec = _pair_record(a, small, higher=0.0)
+    assert rec["n_nonzero"] == 20 and rec["p_value"] < 0.001

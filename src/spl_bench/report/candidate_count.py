@@ -46,6 +46,8 @@ def _pair_tests(comps: Sequence[Any], selection: str, a: str, b: str) -> pd.Data
 
 def _verdict(t: pd.Series) -> str:
     """``"ACS ▲ (r 0.80, median 2e-4)"``, ``"no significant difference (r ...)"`` or ``"too few runs"``."""
+    if int(t.get("n_nonzero", 0)) == 0 and int(t.get("n_pairs", 0)) > 0:
+        return f"the same on all {int(t['n_pairs'])} seeds (every paired difference a tie)"
     if pd.isna(t.get("p_value")):
         return "too few runs"
     effect = (f"r {float(t['rank_biserial']):+.2f}, median difference {float(t['median_diff']):.2g}, "

@@ -5,7 +5,8 @@ so the difference of two methods on seed k is free of the split's and the noise'
 
 * **Within a line** (a data set at one noise rate and parameter), every pair of methods is
   compared by the Wilcoxon signed-rank test on the seeds both ran (``scipy.stats.wilcoxon``,
-  two-sided, zero differences dropped: its defaults).  Which null distribution gives the p-value
+  two-sided, zero differences dropped: its defaults; differences below :data:`TIE_RTOL` of the
+  values are ties, i.e. zeros).  Which null distribution gives the p-value
   is recorded (``p_method``): the exact one where the differences have no zeros and no ties
   (and n <= 50), all 2^n sign patterns where they have ties or zeros and n <= 13, else the normal
   approximation -- scipy's own choice under ``method="auto"``, made here explicitly so that it
@@ -108,9 +109,26 @@ def _wilcoxon(d: np.ndarray) -> tuple[float, float, str, str]:
     return float(res.statistic), float(res.pvalue), how, note
 
 
+#: paired differences within this of 0, relative to max(1, |a|, |b|), are ties (zero differences):
+#: two computations of the same model (GAGA's path at an age by its dense output, accurate to
+#: ``EngineOptions.dense_tol`` = 1e-7 of the values, and ACS's converged fit there) differ by
+#: 1e-10 to 3e-8 in the metric, and a consistent sign of such differences is not a difference of
+#: methods; an accuracy differs by at least 1 / n_test (>= 2e-4 here), and the smallest real
+#: differences of the tables' errors are about 1e-5
+TIE_RTOL = 1e-6
+
+
+def paired_differences(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a - b`` seed by seed, with numerical ties (:data:`TIE_RTOL`) set to exactly 0."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    d = a - b
+    scale = np.maximum(1.0, np.maximum(np.abs(a), np.abs(b)))
+    return np.where(np.abs(d) <= TIE_RTOL * scale, 0.0, d)
+
+
 def _pair_record(a: np.ndarray, b: np.ndarray, higher: float) -> dict:
     """Everything :data:`TEST_COLUMNS` says about one pair but the Holm-corrected p-value."""
-    d = a - b
+    d = paired_differences(a, b)
     stat, p, how, note = _wilcoxon(d)
     r = rank_biserial(d)
     known = np.isfinite(higher)
