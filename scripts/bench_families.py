@@ -193,7 +193,7 @@ EXTENDED_ROUTES = {"all_fixed_extended": (True, True, False), "nonzero_fixed_ext
 
 
 def all_fixed_part_hi(QAF: np.ndarray, yF: np.ndarray, af: np.ndarray) -> tuple[np.ndarray, np.longdouble]:
-    """The route before dd33245 (:func:`~spl_bench.methods.outlier_path.path.fixed_part_hi` over every
+    """The route before dd33245 (:func:`~spl_bench.methods.outlier_path.linalg.fixed_part_hi` over every
     fixed coefficient, zeros included)."""
     afl = af.astype(np.longdouble)
     return QAF.astype(np.longdouble) @ afl, yF.astype(np.longdouble) @ afl
@@ -210,18 +210,18 @@ def outlier_path_case(name: str = "outlier_path_musk", n: int = 640,
     ill-conditioned active systems over every fixed coefficient (``all_fixed_extended``) or over the
     non-zero ones (``nonzero_fixed_extended``, the default), bit-identical."""
     from spl_bench.methods.outlier_path import estimators
-    from spl_bench.methods.outlier_path import path as op_path
+    from spl_bench.methods.outlier_path import linalg as op_linalg
     from spl_bench.methods.outlier_path.estimators import OutlierPath
-    from spl_bench.methods.outlier_path.path import _Engine
+    from spl_bench.methods.outlier_path.linalg import ActiveSystem
 
     X, y = musk(n)
     unit = lu_unit(X.shape[1] + 1)
     out, ref = [], None
     for route, (compiled, through_x, nonzero_hi) in routes.items():
         t = time.process_time()
-        with (patch.object(_Engine, "compiled_gathers", compiled),
+        with (patch.object(ActiveSystem, "compiled_gathers", compiled),
               patch.object(estimators, "linear_factor", estimators.linear_factor if through_x else lambda k, X: None),
-              patch.object(op_path, "fixed_part_hi", op_path.fixed_part_hi if nonzero_hi else all_fixed_part_hi)):
+              patch.object(op_linalg, "fixed_part_hi", op_linalg.fixed_part_hi if nonzero_hi else all_fixed_part_hi)):
             est = OutlierPath(model_params={"kernel": "linear", "C": 1.0}, variant="s", C_grid=[1.0]).fit(X, y)
         cpu = time.process_time() - t
         bps = [(bp.param, bp.b, bp.alpha) for p in est.paths_ for bp in p.breakpoints]

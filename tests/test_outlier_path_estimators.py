@@ -210,7 +210,7 @@ def test_linear_kernel_estimators_through_x_give_the_candidates_through_k(method
     """A linear kernel with 2d < n routes every margin through X (``linear_factor``); with the
     route switched off the estimators multiply by K: both give the same candidates up to rounding."""
     from spl_bench.methods.outlier_path import estimators as op_est
-    from spl_bench.methods.outlier_path import path as op_path
+    from spl_bench.methods.outlier_path import linalg as op_linalg
 
     X, y = make_data(11, n=60)
     mp = {"kernel": "linear", "C": 1.0}
@@ -218,7 +218,7 @@ def test_linear_kernel_estimators_through_x_give_the_candidates_through_k(method
     make = {"op": lambda: OutlierPath(model_params=mp, variant=variant, C_grid=[0.3, 3.0]),
             "cccp": lambda: CCCP(model_params=mp, variant=variant, C_grid=[0.3, 3.0], n_candidates=3),
             "csvm": lambda: CSVM(model_params=mp, C_grid=[0.3, 3.0])}[kind]
-    assert op_path.linear_factor("linear", X) is X and op_path.linear_factor("rbf", X) is None
+    assert op_linalg.linear_factor("linear", X) is X and op_linalg.linear_factor("rbf", X) is None
     fast = make().fit(X, y)
     monkeypatch.setattr(op_est, "linear_factor", lambda kernel, X: None)
     slow = make().fit(X, y)

@@ -119,7 +119,7 @@ def test_pinned_swap_with_rounding_level_margin_rate(data_dir, seed, C, monkeypa
     back over the boundary"); the D-step must now go on, and every breakpoint must pass
     Theorem 4.
     """
-    import spl_bench.methods.outlier_path.path as path_mod
+    import spl_bench.methods.outlier_path.events as events_mod
 
     X, y = australian_subset(data_dir, seed)
     K = linear_kernel(X)
@@ -128,6 +128,6 @@ def test_pinned_swap_with_rounding_level_margin_rate(data_dir, seed, C, monkeypa
     check_path(res, K, y, C, "s")
     assert len(res.jumps) >= 1
     # the case exercises the tolerance: without it the same path stops at the D-step
-    monkeypatch.setattr(path_mod, "SCHUR_NOISE", 0.0)
+    monkeypatch.setattr(events_mod, "SCHUR_NOISE", 0.0)
     old = outlier_path_s(K, y, C, init=start)
     assert old.failed is not None and "crossed back" in old.failed

@@ -13,7 +13,9 @@ from scipy.linalg import hilbert
 
 from spl_bench.errors import ConfigError
 from spl_bench.methods.outlier_path import CSVM, OutlierPath, outlier_path_theta
-from spl_bench.methods.outlier_path.path import SingularSystemError, fixed_part_hi, kkt_solve, svm_path
+from spl_bench.methods.outlier_path.errors import SingularSystemError
+from spl_bench.methods.outlier_path.linalg import fixed_part_hi, kkt_solve
+from spl_bench.methods.outlier_path.path import svm_path
 from test_outlier_path import kernel, make_data, reference_decision, theorem4_violation
 
 CS = [0.01, 0.1, 1.0, 10.0, 100.0]

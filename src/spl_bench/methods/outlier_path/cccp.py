@@ -22,7 +22,10 @@ from numba import njit
 from numpy.typing import NDArray
 
 from spl_bench.gaga.core.gather import take_block, transpose_for_columns
-from spl_bench.methods.outlier_path.path import Array, DegenerateStepError, q_product, rsvm_objective
+from spl_bench.methods.outlier_path.errors import DegenerateStepError
+from spl_bench.methods.outlier_path.linalg import q_product
+from spl_bench.methods.outlier_path.path import rsvm_objective
+from spl_bench.methods.outlier_path.state import Array
 
 
 def project_feasible(alpha: Array, y: Array, lo: Array, hi: Array) -> Array:
@@ -200,30 +203,26 @@ def _smo_pairs_nb(Q: Array, Qt: Array, y: Array, lo: Array, hi: Array, alpha: Ar
 _LO, _FREE, _HI = 0, 1, 2
 
 
-def box_homotopy(
-    Q: Array, y: Array, alpha: Array, b: float, lo0: Array, hi0: Array, lo1: Array, hi1: Array,
-    max_events: int | None = None, Z: Array | None = None,
-) -> tuple[Array, float, int]:
-    """Exact solution of the box dual for ``[lo1, hi1]`` from an exact one for ``[lo0, hi0]``.
+class _BoxPath:
+    """The variables of :func:`box_homotopy`: the coefficients, ``b``, the moving box and every
+    point's state (at its lower bound, free with margin 1, or at its upper bound)."""
 
-    The bounds move linearly, ``lo(tau) = lo0 + tau (lo1 - lo0)`` (same for ``hi``), and the
-    optimum follows a piecewise-linear path in ``tau`` (parametric QP, like the C-step):
-    points at a bound move with it, free points (margin 1) and ``b`` solve the KKT system,
-    and the path changes pieces when a free coefficient meets a bound or a margin reaches 1.
-    Returns ``(alpha, b, n_events)``; raises :class:`DegenerateStepError` on a singular system.
-    With ``Z`` (``Q = Z Z^T``, a linear kernel) the margins and their rates are computed through it
-    (:func:`~spl_bench.methods.outlier_path.path.q_product`); the KKT systems use ``Q``'s entries.
-    """
-    n = len(y)
-    alpha = alpha.astype(float).copy()
-    dlo, dhi = lo1 - lo0, hi1 - hi0
-    lo, hi = lo0.astype(float).copy(), hi0.astype(float).copy()
-    scale = max(1.0, float(np.abs(hi0).max()), float(np.abs(lo0).max()))
-    st = np.where(alpha <= lo + 1e-9 * scale, _LO, np.where(alpha >= hi - 1e-9 * scale, _HI, _FREE))
-    max_events = max_events or 20 * n + 100
-    tau, n_ev, last = 0.0, 0, -1
+    def __init__(self, Q: Array, y: Array, Z: Array | None, alpha: Array, b: float, lo0: Array, hi0: Array,
+                 lo1: Array, hi1: Array) -> None:
+        self.Q, self.y, self.Z = Q, y, Z
+        self.alpha = alpha.astype(float).copy()
+        self.b = b
+        self.dlo, self.dhi = lo1 - lo0, hi1 - hi0
+        self.lo, self.hi = lo0.astype(float).copy(), hi0.astype(float).copy()
+        scale = max(1.0, float(np.abs(hi0).max()), float(np.abs(lo0).max()))
+        a, lo, hi = self.alpha, self.lo, self.hi
+        self.st = np.where(a <= lo + 1e-9 * scale, _LO, np.where(a >= hi - 1e-9 * scale, _HI, _FREE))
+        self.m = np.zeros(len(y))  # the margins, set by refresh()
 
-    def solve(A: NDArray[np.intp], rhs: Array) -> Array:
+    def solve(self, A: NDArray[np.intp], rhs: Array) -> Array:
+        """Solve the KKT system ``[[Q_AA, y_A], [y_A^T, 0]] x = rhs`` of the free points ``A`` (the
+        box dual's analogue of the active system (11) of the outlier path)."""
+        Q, y = self.Q, self.y
         M = np.zeros((A.size + 1, A.size + 1))
         M[:-1, :-1] = take_block(Q, A, A)
         M[:-1, -1] = y[A]
@@ -236,47 +235,53 @@ def box_homotopy(
             raise DegenerateStepError("ill-conditioned system in the CCCP box homotopy")
         return sol
 
-    def refresh() -> Array:
-        nonlocal b
-        alpha[st == _LO] = lo[st == _LO]
-        alpha[st == _HI] = hi[st == _HI]
+    def refresh(self) -> None:
+        """Put the bound points on their bounds, re-solve the free ones (margin 1) and ``b``, and
+        recompute the margins ``m = Q a + y b``."""
+        st, alpha, y = self.st, self.alpha, self.y
+        alpha[st == _LO] = self.lo[st == _LO]
+        alpha[st == _HI] = self.hi[st == _HI]
         A = np.flatnonzero(st == _FREE)
         if A.size:
             fix = np.flatnonzero(st != _FREE)
-            rhs = np.concatenate([1.0 - take_block(Q, A, fix) @ alpha[fix], [-(y[fix] @ alpha[fix])]])
-            sol = solve(A, rhs)
+            rhs = np.concatenate([1.0 - take_block(self.Q, A, fix) @ alpha[fix], [-(y[fix] @ alpha[fix])]])
+            sol = self.solve(A, rhs)
             alpha[A] = sol[:-1]
-            b = float(sol[-1])
-        return q_product(Q, Z, alpha) + y * b
+            self.b = float(sol[-1])
+        self.m = q_product(self.Q, self.Z, alpha) + y * self.b
 
-    m = refresh()
-    eps = 1e-13
-    while True:
-        q = np.where(st == _LO, dlo, np.where(st == _HI, dhi, 0.0))
-        A = np.flatnonzero(st == _FREE)
-        r = float(y @ q)
-        if A.size == 0 and abs(r) > 1e-12 * max(1.0, float(np.abs(q).max(initial=0.0))):
-            # b-move: slide b with alpha fixed until a point can absorb sum(a y) changes
-            delta = 1.0 if r > 0 else -1.0
-            dm = y * delta
-            with np.errstate(divide="ignore", invalid="ignore"):
-                t = np.where(((st == _LO) & (dm < 0)) | ((st == _HI) & (dm > 0)), (1.0 - m) / dm, np.inf)
-            j = int(np.argmin(t))
-            if not np.isfinite(t[j]):
-                raise DegenerateStepError("no point can become free (CCCP box homotopy)")
-            b += delta * max(t[j], 0.0)
-            st[j] = _FREE
-            last = j
-            m = refresh()
-            continue
+    def bmove(self, r: float) -> int:
+        """Slide ``b`` with the coefficients fixed (the sign of ``r = y^T q``) until a bound point
+        reaches margin 1 and can absorb the change of ``sum a_i y_i``; returns that point."""
+        st, m = self.st, self.m
+        delta = 1.0 if r > 0 else -1.0
+        dm = self.y * delta
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = np.where(((st == _LO) & (dm < 0)) | ((st == _HI) & (dm > 0)), (1.0 - m) / dm, np.inf)
+        j = int(np.argmin(t))
+        if not np.isfinite(t[j]):
+            raise DegenerateStepError("no point can become free (CCCP box homotopy)")
+        self.b += delta * max(t[j], 0.0)
+        return j
+
+    def direction(self, A: NDArray[np.intp], q: Array) -> tuple[Array, float]:
+        """``(da, db)`` when the bound coefficients move by ``q`` per unit of ``tau``."""
+        y = self.y
         da = q.copy()
         db = 0.0
         if A.size:
             nz = np.flatnonzero(q)
-            sol = solve(A, -np.concatenate([take_block(Q, A, nz) @ q[nz], [y[nz] @ q[nz]]]))
+            sol = self.solve(A, -np.concatenate([take_block(self.Q, A, nz) @ q[nz], [y[nz] @ q[nz]]]))
             da[A] = sol[:-1]
             db = float(sol[-1])
-        dm = q_product(Q, Z, da) + y * db
+        return da, db
+
+    def next_event(self, da: Array, dm: Array, limit: float, last: int) -> tuple[float, int, int]:
+        """``(t, j, new)``: the first step ``t <= limit`` at which a free coefficient meets its
+        moving bound or a bound point's margin reaches 1; point ``j`` then takes the state ``new``
+        (``j = -1`` when none comes first; ``last`` may not switch back at a zero step)."""
+        st, alpha, lo, hi, dlo, dhi, m = self.st, self.alpha, self.lo, self.hi, self.dlo, self.dhi, self.m
+        eps = 1e-13
         with np.errstate(divide="ignore", invalid="ignore"):
             cand = [
                 (np.where((st == _FREE) & (da - dlo < -eps), (alpha - lo) / (dlo - da), np.inf), _LO),
@@ -284,7 +289,7 @@ def box_homotopy(
                 (np.where(((st == _LO) & (dm < -eps)) | ((st == _HI) & (dm > eps)), (1.0 - m) / dm, np.inf),
                  _FREE),
             ]
-        best_t, best_j, best_new = 1.0 - tau, -1, -1
+        best_t, best_j, best_new = limit, -1, -1
         for t, new in cand:
             t = np.maximum(t, 0.0)
             if last >= 0 and t[last] <= 1e-12:
@@ -292,21 +297,58 @@ def box_homotopy(
             j = int(np.argmin(t))
             if t[j] < best_t:
                 best_t, best_j, best_new = float(t[j]), j, new
-        alpha += best_t * da
-        b += best_t * db
-        lo += best_t * dlo
-        hi += best_t * dhi
-        tau += best_t
-        if best_j < 0:
-            lo, hi = lo1.astype(float).copy(), hi1.astype(float).copy()
-            refresh()
-            return alpha, b, n_ev
-        st[best_j] = best_new
-        last = best_j
+        return best_t, best_j, best_new
+
+
+def box_homotopy(
+    Q: Array, y: Array, alpha: Array, b: float, lo0: Array, hi0: Array, lo1: Array, hi1: Array,
+    max_events: int | None = None, Z: Array | None = None,
+) -> tuple[Array, float, int]:
+    """Exact solution of the box dual for ``[lo1, hi1]`` from an exact one for ``[lo0, hi0]``.
+
+    The bounds move linearly, ``lo(tau) = lo0 + tau (lo1 - lo0)`` (same for ``hi``), and the
+    optimum follows a piecewise-linear path in ``tau`` (parametric QP, like the C-step):
+    points at a bound move with it, free points (margin 1) and ``b`` solve the KKT system,
+    and the path changes pieces when a free coefficient meets a bound or a margin reaches 1.
+    Returns ``(alpha, b, n_events)``; raises :class:`DegenerateStepError` on a singular system.
+    With ``Z`` (``Q = Z Z^T``, a linear kernel) the margins and their rates are computed through it
+    (:func:`~spl_bench.methods.outlier_path.linalg.q_product`); the KKT systems use ``Q``'s entries.
+    """
+    n = len(y)
+    box = _BoxPath(Q, y, Z, alpha, b, lo0, hi0, lo1, hi1)
+    st, dlo, dhi = box.st, box.dlo, box.dhi
+    max_events = max_events or 20 * n + 100
+    tau, n_ev, last = 0.0, 0, -1
+    box.refresh()
+    while True:
+        q = np.where(st == _LO, dlo, np.where(st == _HI, dhi, 0.0))
+        A = np.flatnonzero(st == _FREE)
+        r = float(y @ q)
+        if A.size == 0 and abs(r) > 1e-12 * max(1.0, float(np.abs(q).max(initial=0.0))):
+            # b-move: slide b with alpha fixed until a point can absorb sum(a y) changes
+            j = box.bmove(r)
+            st[j] = _FREE
+            last = j
+            box.refresh()
+            continue
+        da, db = box.direction(A, q)
+        dm = q_product(Q, Z, da) + y * db
+        t, j, new = box.next_event(da, dm, 1.0 - tau, last)
+        box.alpha += t * da
+        box.b += t * db
+        box.lo += t * dlo
+        box.hi += t * dhi
+        tau += t
+        if j < 0:
+            box.lo, box.hi = lo1.astype(float).copy(), hi1.astype(float).copy()
+            box.refresh()
+            return box.alpha, box.b, n_ev
+        st[j] = new
+        last = j
         n_ev += 1
         if n_ev > max_events:
             raise DegenerateStepError("too many events in the CCCP box homotopy")
-        m = refresh()
+        box.refresh()
 
 
 @dataclass

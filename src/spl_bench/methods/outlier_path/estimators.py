@@ -19,15 +19,13 @@ from threadpoolctl import threadpool_limits
 from spl_bench.errors import ConfigError, check_positive
 from spl_bench.methods.base import Array, SPLEstimator, check_finite_X
 from spl_bench.methods.outlier_path.cccp import cccp_sequence
+from spl_bench.methods.outlier_path.errors import DegenerateStepError
+from spl_bench.methods.outlier_path.linalg import linear_factor, q_factor, q_product
 from spl_bench.methods.outlier_path.path import (
-    DegenerateStepError,
     OutlierPathResult,
-    linear_factor,
     outlier_path_s,
     outlier_path_theta,
     polished_svm,
-    q_factor,
-    q_product,
     svm_dual,
     svm_path,
 )
