@@ -74,7 +74,8 @@ reproduce-plan: install      ## every cell of those tables: runs done / left and
 	$(BIN)/python scripts/reproduce_tables.py --tables $(TABLES) --runs $(RUNS) --jobs $(JOBS) --plan
 
 bench: install               ## speed benchmarks (quick sizes), written under results/bench/
-	$(BIN)/python scripts/bench_gaga.py --quick --method compiled --reference-method auto
+	$(BIN)/python scripts/bench_gaga.py --quick --method fastest --reference-method auto
+	$(BIN)/python scripts/bench_gaga.py --cases lasso_n1000_d50 --method fastest --reference-method auto --acs-fine-max 200 --stem gaga_default
 	$(BIN)/python scripts/bench_outlier_path.py
 	$(BIN)/python scripts/bench_dspl.py
 	$(BIN)/python scripts/bench_families.py

@@ -7,7 +7,9 @@
 Cases: lasso on music (training rows of a 3:1 split, α = 0.005), lasso on a synthetic
 set (n = 5000), SVM (RBF, γ = scale) on mfeat-pixel (3:1 split; ``--svm-max-n`` keeps its
 first rows), the scaling series lasso n = 1k, 2k, 5k, 10k, 100k (paper Fig. 5; any
-``lasso_n<N>``), and the SVM rows of GAGA Table 2 exactly as the tables run them
+``lasso_n<N>``, or ``lasso_n<N>_d<D>`` with D features: ``lasso_n1000_d50`` is the
+default-route case of issue 62, written by ``make bench`` to ``gaga_default.*``), and the SVM
+rows of GAGA Table 2 exactly as the tables run them
 (``svm_t2_mfeat_pixel``, ``svm_t2_pendigits``, ``svm_t2_hiva_agnostic``: run 0's fitting rows),
 the logistic row hiva_agnostic of Table 5 (``logistic_t5_hiva_agnostic``, 1,617 features), and
 linear-kernel SVM cells of Tables 12, 15 and 16 (``svm_linear_t12_pendigits``: C = 1;
@@ -86,10 +88,10 @@ def _std(X):
 def load_case(name: str, quick: bool, seed: int = 40, max_n: int | None = None):
     from spl_bench.data.loaders import load_dataset
 
-    if name.startswith("lasso_n"):
-        n = int(name[len("lasso_n"):])
+    if name.startswith("lasso_n"):  # lasso_n<N> (d = 20) or lasso_n<N>_d<D>
+        size, _, dim = name[len("lasso_n"):].partition("_d")
+        n, d = int(size), int(dim or 20)
         rng = np.random.default_rng(seed)
-        d = 20
         X = rng.normal(size=(n, d))
         w = rng.normal(size=d) * (rng.random(d) < 0.5)
         y = X @ w + 0.5 * rng.normal(size=n)
@@ -301,7 +303,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="small versions (n <= 1000, lam_max <= 3)")
     ap.add_argument("--out", default="results/bench")
     ap.add_argument("--stem", default=None, help="output file stem (default gaga or gaga_quick)")
-    ap.add_argument("--method", default="auto", choices=ODE_METHODS, help="ODE solver of the engine")
+    ap.add_argument("--method", default="fastest", choices=ODE_METHODS,
+                    help="route of the engine (EngineOptions.method)")
     ap.add_argument("--reference-method", default=None, choices=ODE_METHODS,
                     help="also time GAGA with this ODE method in the same process (columns reference_*): "
                          "the speed-up of --method over it, and whether both give the same critical points")

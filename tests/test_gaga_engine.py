@@ -127,7 +127,7 @@ def test_predictor_corrector_gives_the_ode_routes_critical_points(model, sp, spp
     (1e-6 on a grid), and fewer factorisations of J."""
     X, y = _noisy_cancer_svm(70, 2)
     kw = dict(model=model, sp=sp, sp_params=spp or None, lam_range=(lam_min, 3.0), **mp)
-    ref = age_path(X, y, **kw)
+    ref = age_path(X, y, **kw, options=EngineOptions(method="auto"))
     pc = age_path(X, y, **kw, options=EngineOptions(method="PC"))
     ev, ev0 = [(e["kind"], e["lam"]) for e in pc.events], [(e["kind"], e["lam"]) for e in ref.events]
     assert len(ev0) >= 5
@@ -267,13 +267,16 @@ def test_subset_and_batched_event_functions_equal_the_full_ones(model, sp, seed)
 
 def test_progress_callback_reports_increasing_ages_up_to_lam_max():
     X, y = _diabetes(n=60, d=5, seed=2)
-    seen: list[tuple[float, int]] = []
-    path = age_path(X, y, model="lasso", lam_range=(0.2, 1.5), alpha=0.01,
-                    progress=lambda lam, k: seen.append((lam, k)))
-    lams, counts = np.array([s[0] for s in seen]), np.array([s[1] for s in seen])
-    assert len(seen) >= len(path.events)
-    assert np.all(np.diff(lams) >= 0) and np.all(np.diff(counts) >= 0)
-    assert lams[-1] == pytest.approx(1.5) and counts[-1] == len(path.events)
+    # the ODE route reports after every segment; the default route (the compiled follower for the
+    # lasso) after every call of the follower, which takes many segments
+    for route, per_segment in (("auto", True), ("fastest", False)):
+        seen: list[tuple[float, int]] = []
+        path = age_path(X, y, model="lasso", lam_range=(0.2, 1.5), alpha=0.01, options=EngineOptions(method=route),
+                        progress=lambda lam, k, seen=seen: seen.append((lam, k)))
+        lams, counts = np.array([s[0] for s in seen]), np.array([s[1] for s in seen])
+        assert len(seen) >= (len(path.events) if per_segment else 1)
+        assert np.all(np.diff(lams) >= 0) and np.all(np.diff(counts) >= 0)
+        assert lams[-1] == pytest.approx(1.5) and counts[-1] == len(path.events)
 
 
 def test_path_command_writes_the_path_file_figures_and_summary(tmp_path, capsys):

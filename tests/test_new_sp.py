@@ -124,7 +124,8 @@ def test_the_compiled_route_takes_the_toys_kernels(compiled_path, toy, data):
 
 def test_the_reference_route_agrees_with_the_compiled_one(compiled_path, toy, data):
     X, y = data
-    ref = age_path(X, y, model="lasso", sp="quadratic_decay", lam_range=LAM_RANGE, alpha=0.01)
+    ref = age_path(X, y, model="lasso", sp="quadratic_decay", lam_range=LAM_RANGE, alpha=0.01,
+                   options=EngineOptions(method="auto"))
     assert ref.meta["n_compiled_calls"] == 0
     a = [e["lam"] for e in compiled_path.events]
     b = [e["lam"] for e in ref.events]

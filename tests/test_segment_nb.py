@@ -153,7 +153,7 @@ def test_compiled_route_gives_the_ode_routes_path(name, params, lam_range, seed)
     same path on a grid (1e-6), with the segments followed by the compiled loop."""
     X, y = _diabetes(n=80, d=8, seed=seed)
     kw = dict(model="lasso", sp=name, sp_params=params or None, lam_range=lam_range, alpha=0.01)
-    ref = age_path(X, y, **kw)
+    ref = age_path(X, y, **kw, options=EngineOptions(method="auto"))
     cmp_ = age_path(X, y, **kw, options=EngineOptions(method="compiled"))
     ev, ev0 = _events(cmp_), _events(ref)
     assert len(ev0) >= 15

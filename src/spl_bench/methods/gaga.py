@@ -1,8 +1,14 @@
 """GAGA as an SPL method: the exact age-path, with λ chosen over the whole path.
 
-Candidates are every recorded point of the path (solver steps and both sides of
-every critical point) plus ``n_grid`` ages through the dense output
-:meth:`AgePath.at`.  ``run_info`` reports restarts and critical points by kind.
+Candidates (``candidates="critical_grid"``, the default) are the path's critical points, each
+just before and just after (``AgePath.point_kind`` other than ``step``: the start, the end of a
+segment, the point after a turning point or a jump warm start, the last point before a jump),
+its last point, and ``n_grid`` fixed ages of ``[lam_min, lam_max]`` through the dense output
+:meth:`AgePath.at`: none of them depends on where the solver stepped, so the route
+(``ode_method``) is a speed choice.  ``candidates="steps"`` is the rule of the rows made before
+2026-11-29: every recorded point (solver steps included, evenly thinned to ``max_candidates``)
+plus ``n_grid`` ages between the path's first and last age.  ``run_info`` reports restarts and
+critical points by kind.
 """
 
 from __future__ import annotations
@@ -19,6 +25,9 @@ from spl_bench.gaga.core import tracker as engine
 from spl_bench.methods.base import Array, SPLEstimator
 from spl_bench.models import Params
 
+#: GAGA's candidate rules (the ``candidates`` parameter)
+CANDIDATE_RULES = ("critical_grid", "steps")
+
 
 class GAGA(SPLEstimator):
     """Generalized Age-path Algorithm (GAGA paper, Algorithm 2).
@@ -28,17 +37,24 @@ class GAGA(SPLEstimator):
     lam_min, lam_max : float
         The age interval (GAGA appendix D.2: [0.1, 20]).
     n_grid : int
-        Ages of a uniform grid evaluated through the dense output, besides the knots.
+        Ages of the uniform grid ``linspace(lam_min, lam_max, n_grid)`` evaluated through the dense
+        output, besides the critical points (the ages below a moved start or inside a degenerate
+        gap are left out).
+    candidates : {"critical_grid", "steps"}
+        ``"critical_grid"``: both sides of every critical point, the path's last point and the
+        grid, independent of the route.  ``"steps"``: every recorded point, solver steps included
+        (the rows made before 2026-11-29; depends on the route).
     max_candidates : int
-        Cap on the number of recorded points used as candidates (evenly thinned;
-        critical points are always kept).
-    ode_method : {"auto", "LSODA", "BDF", "RK45", "DOP853", "PC", "compiled"}
-        The scipy ODE solver that follows the path between critical points; ``"auto"``
-        is RK45, handing a segment over to LSODA when it takes many short steps.  ``"PC"``:
+        ``candidates="steps"`` only: cap on the number of recorded points used as candidates
+        (evenly thinned; critical points are always kept).
+    ode_method : {"fastest", "auto", "LSODA", "BDF", "RK45", "DOP853", "PC", "compiled"}
+        How the path is followed between critical points, a speed choice (every route gives the
+        same critical points and dense output; ``docs/gaga.md``, "Routes and candidates").
+        ``"fastest"``: the compiled predictor-corrector for the lasso
+        (:mod:`spl_bench.gaga.glm.segment_nb`), ``"auto"`` for every other model.  ``"auto"``:
+        RK45, handing a segment over to LSODA when it takes many short steps.  ``"PC"``: the
         predictor-corrector continuation on ``F = 0`` (one factorisation per step;
-        :mod:`spl_bench.gaga.core.continuation`), the same critical points.  ``"compiled"``: the
-        lasso's segments by the compiled predictor-corrector (:mod:`spl_bench.gaga.glm.segment_nb`),
-        every other model as ``"auto"``.
+        :mod:`spl_bench.gaga.core.continuation`).  ``"compiled"``: as ``"fastest"``.
     rtol, atol, max_step : float
         ODE solver settings.
     jump_delta : float
@@ -81,8 +97,9 @@ class GAGA(SPLEstimator):
         lam_min: float = 0.1,
         lam_max: float = 20.0,
         n_grid: int = 400,
+        candidates: str = "critical_grid",
         max_candidates: int = 3000,
-        ode_method: str = "auto",
+        ode_method: str = "fastest",
         rtol: float = 1e-7,
         atol: float = 1e-9,
         max_step: float = 0.25,
@@ -99,6 +116,7 @@ class GAGA(SPLEstimator):
         self.lam_min = lam_min
         self.lam_max = lam_max
         self.n_grid = n_grid
+        self.candidates = candidates
         self.max_candidates = max_candidates
         self.ode_method = ode_method
         self.rtol = rtol
@@ -120,6 +138,8 @@ class GAGA(SPLEstimator):
             raise ConfigError(f"lam_min ({lam_min}) must be smaller than lam_max ({lam_max})")
         if self.degenerate_start not in ("advance", "lam_min"):
             raise ConfigError(f"degenerate_start must be 'advance' or 'lam_min', got {self.degenerate_start!r}")
+        if self.candidates not in CANDIDATE_RULES:
+            raise ConfigError(f"candidates must be one of {', '.join(CANDIDATE_RULES)}, got {self.candidates!r}")
         opts = EngineOptions(method=str(self.ode_method), rtol=float(self.rtol), atol=float(self.atol),
                              max_step=float(self.max_step), delta=check_positive("jump_delta", self.jump_delta),
                              acs_extrapolate=bool(self.acs_extrapolate),
@@ -127,7 +147,10 @@ class GAGA(SPLEstimator):
                              checkpoint_dir=None if self.checkpoint_dir is None else str(self.checkpoint_dir),
                              checkpoint_every=check_positive("checkpoint_every", self.checkpoint_every),
                              blas_threads=check_int("blas_threads", self.blas_threads, minimum=1),
-                             degenerate_start=str(self.degenerate_start))
+                             degenerate_start=str(self.degenerate_start),
+                             # the step rule's candidates are the recorded points of the rows made
+                             # before 2026-11-29: record them as those were recorded
+                             dense_check="solver" if self.candidates == "steps" else "projected")
 
         interval, next_at = engine.PROGRESS_INTERVAL, -np.inf
 
@@ -144,6 +167,36 @@ class GAGA(SPLEstimator):
         self.path_ = path
         self._fit_data_ = (X, y)  # the kernel SVM's candidates refer to the training rows (use_ages)
         self.time_before_resume_ = float(path.meta["time_before_resume_s"])
+        if self.candidates == "steps":
+            lams, vals, bs = self._step_candidates(path)
+        else:
+            lams, vals, bs = self._critical_grid_candidates(path, lam_min, lam_max)
+        order = np.argsort(np.asarray(lams), kind="stable")
+        self.candidate_params_ = [{"lam": float(lams[i])} for i in order]
+        self.candidate_models_ = [self._params(vals[i], bs[i], X, y, path) for i in order]
+
+    def _critical_grid_candidates(self, path: AgePath, lam_min: float,
+                                  lam_max: float) -> tuple[list[float], list[Array], list[float]]:
+        """Both sides of every critical point, the last point, and the fixed grid by dense output."""
+        keep = path.point_kind != "step"
+        keep[-1] = True
+        idx = np.flatnonzero(keep)
+        lams = list(path.lambdas[idx])
+        vals = [path.values[i] for i in idx]
+        bs = list(path.intercept[idx])
+        if self.n_grid and int(self.n_grid) > 0:
+            grid = np.linspace(lam_min, lam_max, int(self.n_grid))
+            grid = _outside_gaps(grid[(grid >= path.lambdas[0]) & (grid <= path.lambdas[-1])], path)
+            if grid.size:
+                gv, gb = path.at(grid)
+                lams += list(grid)
+                vals += list(gv)
+                bs += list(gb)
+        return lams, vals, bs
+
+    def _step_candidates(self, path: AgePath) -> tuple[list[float], list[Array], list[float]]:
+        """Every recorded point (thinned to ``max_candidates``) and ``n_grid`` ages between the path's
+        first and last age: the rule of the rows made before 2026-11-29."""
         k = len(path)
         keep = np.zeros(k, dtype=bool)
         keep[path.point_kind != "step"] = True
@@ -162,9 +215,7 @@ class GAGA(SPLEstimator):
             lams += list(grid)
             vals += list(gv)
             bs += list(gb)
-        order = np.argsort(np.asarray(lams), kind="stable")
-        self.candidate_params_ = [{"lam": float(lams[i])} for i in order]
-        self.candidate_models_ = [self._params(vals[i], bs[i], X, y, path) for i in order]
+        return lams, vals, bs
 
     def use_ages(self, ages: Any) -> GAGA:
         """The path at ``ages`` by its dense output (:meth:`AgePath.at`), the equal-candidates control
@@ -199,6 +250,8 @@ class GAGA(SPLEstimator):
             "n_path_points": len(self.path_),
             "path_time_s": float(self.path_.meta["time_s"]),
             "n_resumes": int(self.path_.meta["n_resumes"]),
+            "candidate_rule": str(self.candidates),
+            "ode_method": str(self.path_.meta["ode_method"]),
             "n_solver_steps": int(self.path_.meta["n_solver_steps"]),
             "n_failed_warm_starts": int(self.path_.meta["n_failed_warm_starts"]),
             # a degenerate start moved (docs/gaga.md "Degenerate partial optima"), J singular

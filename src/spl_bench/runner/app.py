@@ -230,6 +230,11 @@ def identity(cfg: DictConfig) -> dict[str, Any]:
         ident["protocol"] = {k: v for k, v in ident["protocol"].items() if k not in ("candidates", "candidate_step")}
     ident["data"] = {k: v for k, v in ident["data"].items() if k != "root"}
     run_only = (*RUN_ONLY_METHOD_KEYS, *RUN_ONLY_BY_METHOD.get(str(ident["method"].get("name")), ()))
+    if ident["method"].get("name") == "gaga":
+        # GAGA: under its route-independent candidates the route is a speed choice; the step rule
+        # ("steps", the rows made before it existed) keeps the hashes those rows were made under
+        legacy = ident["method"].get("candidates", "steps") == "steps"
+        run_only = (*run_only, "candidates") if legacy else (*run_only, "ode_method")
     ident["method"] = {k: v for k, v in ident["method"].items() if k not in run_only}
     return ident
 

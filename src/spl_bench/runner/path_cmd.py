@@ -31,7 +31,7 @@ Keys (as in spl-bench run; default in brackets):
   model.params.C=C           logistic / svm;  model.params.kernel=K, model.params.gamma=G (svm)
   sp.params.gamma=G          sp=mixture [0.5]
   method.lam_min=L  method.lam_max=L   the ages [0.1, 20]
-  method.ode_method=M        auto | compiled | LSODA | ... [auto]
+  method.ode_method=M        fastest | auto | PC | compiled | LSODA | ... [fastest]
   noise.rate=R  noise.kind=K [0.3, auto]
   protocol.base_seed=S       [40];  run=K: the run whose data are used [0]
   out=DIR                    where the files go [runs/path]
@@ -136,7 +136,7 @@ def main(argv: list[str]) -> int:
                        description=f"age-path {data} {model}/{sp} · {n_events} critical points")
 
         path = age_path(Xtr, ytr, model=model, sp=sp, sp_params=sp_params, lam_range=lam_range,
-                        options=EngineOptions(method=str(a.get("ode_method", "auto"))), progress=report, **mparams)
+                        options=EngineOptions(method=str(a.get("ode_method", "fastest"))), progress=report, **mparams)
     stem = f"{data}_{model}_{sp}"
     out.mkdir(parents=True, exist_ok=True)
     f = path.save(out / f"{stem}.npz")

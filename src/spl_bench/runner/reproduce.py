@@ -123,6 +123,14 @@ EQUAL_VARIANT = "equal_candidates"
 EQUAL_CANDIDATE_METHODS = ("gaga", "acs")
 
 
+#: tables whose committed GAGA rows were made under the step-point candidates and the RK45 route
+#: (the rule before 2026-11-29, STEP_CANDIDATES below); a table leaves this set once every GAGA cell
+#: of it has been rerun under the route-independent candidates (issue 62; docs/gaga.md, "Routes and candidates")
+STEP_CANDIDATE_TABLES = frozenset(TABLES)
+#: the overrides that give a GAGA cell the rule its committed rows were made under
+STEP_CANDIDATES = ("method.candidates=steps", "method.ode_method=auto")
+
+
 def _sweep_params(experiment: str) -> dict[str, list[str]]:
     path = config_dir() / "experiment" / f"{experiment}.yaml"
     if not path.is_file():
@@ -202,9 +210,13 @@ def compose_cell(cell: Cell, extra: Iterable[str] = ()) -> DictConfig:
     base = [f"experiment={cell.experiment}", *cell.overrides]
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
         cfg = compose("config", overrides=[*base, *extra])
+        more: list[str] = []
         if cell.variant:
             spec = VARIANTS[cell.variant]
-            more = [*spec[str(cfg.data.task)], *spec.get(f"data={cfg.data.name}", ())]
+            more += [*spec[str(cfg.data.task)], *spec.get(f"data={cfg.data.name}", ())]
+        if str(cfg.method.name) == "gaga" and cell.table in STEP_CANDIDATE_TABLES:
+            more += STEP_CANDIDATES
+        if more:
             cfg = compose("config", overrides=[*base, *more, *extra])
     return cfg
 

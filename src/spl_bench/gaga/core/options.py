@@ -11,11 +11,16 @@ from scipy.integrate import BDF, DOP853, LSODA, RK45, OdeSolver
 class EngineOptions:
     """Numerical settings of the engine."""
 
-    # scipy OdeSolver: "auto" (RK45; LSODA from a segment's step ``stiff_steps`` on), LSODA, BDF,
-    # RK45 or DOP853; or "PC", the predictor-corrector continuation (gaga/core/continuation.py); or
-    # "compiled": the lasso's segments by the compiled follower (gaga/glm/segment_nb.py), other
-    # systems and the segments it hands back as "auto"
-    method: str = "auto"
+    # the route that follows a segment (a speed choice: every route gives the same critical points,
+    # and GAGA's candidates are those and a fixed grid through the dense output, docs/gaga.md):
+    # "fastest" (the default): the fastest route measured exact for each system: the compiled
+    # follower where the system has one (the lasso: gaga/glm/segment_nb.py), "auto" elsewhere and
+    # for the segments the follower hands back (the predictor-corrector located a jump 1.2e-6 late
+    # on a logistic path, docs/gaga.md "Routes and candidates", so it is not used by default);
+    # "PC", the predictor-corrector continuation (gaga/core/continuation.py); "compiled": the same
+    # as "fastest" today; a scipy OdeSolver: "auto" (RK45; LSODA from a segment's step
+    # ``stiff_steps`` on), LSODA, BDF, RK45 or DOP853
+    method: str = "fastest"
     stiff_steps: int = 40
     rtol: float = 1e-7
     atol: float = 1e-9
@@ -26,6 +31,10 @@ class EngineOptions:
     # (AgePath.at) matches the solver's dense output to this (relative to 1 + max |values|)
     dense_tol: float = 1e-7
     dense_max_depth: int = 4  # at most 2**depth - 1 added points per step
+    # what the interpolant is checked against at a step's middle: "projected", the middle point
+    # projected onto F = 0 (a point of the path, whatever the route); "solver", the solver's own
+    # dense output (its error is of the order of rtol; the rule of the rows made before 2026-11-29)
+    dense_check: str = "projected"
     event_tol: float = 1e-10  # relative tolerance of an event function
     max_events: int = 200_000
     acs_tol: float = 1e-7
@@ -76,4 +85,15 @@ _RUN_ONLY_OPTIONS = ("checkpoint_dir", "checkpoint_every", "blas_threads", "lsts
 #: scipy ODE solvers the engine can drive step by step (``EngineOptions.method``)
 ODE_SOLVERS: dict[str, type[OdeSolver]] = {"LSODA": LSODA, "BDF": BDF, "RK45": RK45, "DOP853": DOP853}
 #: accepted values of ``EngineOptions.method``
-ODE_METHODS = ("auto", *ODE_SOLVERS, "PC", "compiled")
+ODE_METHODS = ("fastest", "auto", *ODE_SOLVERS, "PC", "compiled")
+#: routes that take a segment by the compiled follower where the system has one
+COMPILED_ROUTES = ("fastest", "compiled")
+#: routes whose step-by-step segments are RK45, handed to LSODA on stiff segments
+AUTO_ROUTES = ("auto", "fastest", "compiled")
+
+
+def stepper_name(method: str) -> str:
+    """The step-by-step route of a segment under ``method`` (where no compiled follower takes it):
+    ``"RK45"`` for ``"auto"``, ``"fastest"`` and ``"compiled"`` (switching to LSODA on stiff
+    segments: :data:`AUTO_ROUTES`), else ``method`` itself."""
+    return "RK45" if method in AUTO_ROUTES else method

@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 from scipy.integrate import LSODA, OdeSolver
 
 from spl_bench.gaga.core.continuation import PredictorCorrector
-from spl_bench.gaga.core.options import ODE_SOLVERS
+from spl_bench.gaga.core.options import AUTO_ROUTES, COMPILED_ROUTES, ODE_SOLVERS, stepper_name
 from spl_bench.gaga.core.system_base import EVENT, FULL, REACHED, CompiledRun
 
 Array = NDArray[np.float64]
@@ -39,7 +39,7 @@ class _Stepping:
     def segment(self, lam0: float, lam_max: float) -> float:
         """Follow the path from ``lam0`` with fixed sets until an event; return the new age."""
         o = self.o
-        if o.method == "compiled":
+        if o.method in COMPILED_ROUTES:
             run = self.sys.compiled_follow(lam0, lam_max, o, COMPILED_CAP, o.max_events - len(self.events),
                                            self.last_event)
             if run is not None:
@@ -79,14 +79,15 @@ class _Stepping:
         return self.ode_segment(run.t_end, lam_max)
 
     def ode_segment(self, lam0: float, lam_max: float) -> float:
-        """:meth:`segment` on the ODE route (``EngineOptions.method``; ``auto`` for ``compiled``)."""
+        """:meth:`segment` step by step (:func:`~spl_bench.gaga.core.options.stepper_name`: ``auto`` for
+        ``compiled`` and ``fastest``)."""
         o = self.o
         sysm = self.sys
         theta0 = sysm.theta()
         d0 = self.rhs(lam0, np.append(theta0, 0.0))[:-1]
         sign0 = self.last_sign
-        auto = o.method in ("auto", "compiled")
-        name = "RK45" if auto else o.method
+        auto = o.method in AUTO_ROUTES
+        name = stepper_name(o.method)
         solver = self.solver(name, lam0, theta0, lam_max, o.max_step, self.first_step(theta0, d0, lam0, lam_max))
         t_prev, theta_prev = lam0, theta0  # the step start and its projected point
         n_seg_steps = retakes = 0
@@ -170,7 +171,8 @@ class _Stepping:
         ``at`` interpolates recorded points by cubic Hermite polynomials with the exact
         derivatives; a long solver step (RK45 takes few) can leave it less accurate than
         the ODE solution.  The interpolant's error at the middle of the interval is
-        estimated against the solver's dense output; above ``dense_tol`` the projected
+        estimated against the middle point projected onto ``F = 0`` (``dense_check="solver"``:
+        against the solver's dense output); above ``dense_tol`` the projected
         middle point is recorded and both halves are checked again (``dense_max_depth``
         levels).  The state at ``t1`` (current sets, the projected point) is restored.
         """
@@ -195,11 +197,18 @@ class _Stepping:
             herm = 0.5 * (va + vb) + 0.125 * h * (dva - dvb)
             hb = 0.5 * (ba + bb) + 0.125 * h * (dba - dbb)
             raw = dense(tm)[:-1]
+            thm = res = None
+            if o.dense_check == "projected":  # against the point of the path, not the solver's estimate
+                thm, res = self.newton(raw, tm, chord=self.last_factor)
+                if res > 1e3 * o.newton_tol:  # leave it to the caller's checks
+                    return
+                raw = thm
             vm, bm = full(raw)
             scale = 1.0 + float(np.abs(vm).max(initial=0.0))
             if max(float(np.abs(herm - vm).max(initial=0.0)), abs(hb - bm)) <= o.dense_tol * scale:
                 return
-            thm, res = self.newton(raw, tm, chord=self.last_factor)
+            if thm is None:
+                thm, res = self.newton(raw, tm, chord=self.last_factor)
             if res > 1e3 * o.newton_tol:  # leave it to the caller's checks
                 return
             sysm.set_theta(thm)

@@ -50,6 +50,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from spl_bench.gaga.core.linalg import AnyFactor, Factor
+from spl_bench.gaga.core.options import COMPILED_ROUTES
 from spl_bench.models import Model, Params
 from spl_bench.sp import EASY, HARD, MIXED, SPRegularizer
 
@@ -226,9 +227,9 @@ class PathSystem(ABC):
         return None
 
     def apply_options(self, opts: Any) -> None:
-        """Take the engine options that concern the system (``EngineOptions.method="compiled"``:
-        the compiled v-weighted fits where the system has them)."""
-        self.compiled_fits = opts.method == "compiled"
+        """Take the engine options that concern the system (``EngineOptions.method`` ``"compiled"`` or
+        ``"fastest"``: the compiled v-weighted fits where the system has them)."""
+        self.compiled_fits = opts.method in COMPILED_ROUTES
 
     def info(self) -> dict[str, Any]:
         """The system's own counters and notes for the path's ``meta`` (none by default)."""
