@@ -20,10 +20,11 @@ Execution: the per-batch work (Gram matrices, factorizations, ``w_i``-updates,
 (:mod:`spl_bench.methods.dspl_backends`): :class:`SerialBackend` keeps one host in this
 process, :class:`DaskBackend` one host per Dask worker as a Dask actor (LocalCluster, an
 existing scheduler, or SLURM through dask-jobqueue).  The batches are sent once and stay on
-their host with their ``v_i``, Gram matrices and factors across ADMM and outer iterations;
-each ADMM iteration sends every host one message with its ``alpha_i`` and ``z`` and gets
-its ``w_i`` back (``p`` numbers per batch).  Both backends call the same host methods in the
-same order, so they give the same numbers.
+their host with their ``v_i``, Gram matrices, factors and duals ``alpha_i`` across ADMM and outer
+iterations; each ADMM iteration sends every host one message with ``z`` and gets its ``w_i`` back
+(``p`` numbers per batch); the client repeats the hosts' dual updates on its own copy of the
+``alpha_i`` (the same arithmetic, the same numbers) for (5) and (8).  Both backends call the same
+host methods in the same order, so they give the same numbers.
 """
 
 from __future__ import annotations
@@ -132,6 +133,130 @@ def _check_options(
     return lam0, tau, mu, reg, auto_rho, rho_val
 
 
+@dataclass
+class _ADMMOptions:
+    """The options of one consensus-ADMM solve (see :func:`dspl_solve`)."""
+
+    reg: float
+    eps_r: float
+    eps_s: float
+    max_admm: int
+    adaptive_rho: bool
+    v_in_admm: bool
+
+
+@dataclass
+class _Consensus:
+    """The iterates of consensus ADMM on the augmented Lagrangian (5): ``w_i`` (rows of ``W``), ``z``, ``alpha_i``.
+
+    They are carried from one ADMM solve to the next (outer iterations warm-start each other).
+    """
+
+    W: Array
+    z: Array
+    alpha: Array
+    rho: float
+    dual_rho: float | None = None  # the rho of the last dual update (the hosts repeat it on their alpha_i)
+
+
+def _prepare_admm(backend: SerialBackend | DaskBackend, p: int, auto_rho: bool, rho: float) -> float:
+    """``G_i``, ``b_i`` of eq. (7) for the current ``v_i`` and the factors of ``G_i + rho I``; returns ``rho``.
+
+    With ``auto_rho`` the penalty becomes ``mean_i tr(G_i) / p`` (1 if that is not positive).
+    """
+    traces = np.concatenate(backend.call("gram"))  # G_i, b_i of eq. (7) for the current v_i
+    if auto_rho:
+        rho = float(np.mean(traces)) / p
+        if not rho > 0:
+            rho = 1.0
+    backend.call("factor", rho=rho)
+    return rho
+
+
+def _admm_iteration(backend: SerialBackend | DaskBackend, st: _Consensus, reg: float) -> tuple[float, float]:
+    """One ADMM iteration: ``w_i``-update (7) on the hosts, ``z``-update (8) and dual update here.
+
+    The hosts keep their ``alpha_i``: each gets ``z`` (and the ``rho`` of the last dual update, which
+    it repeats on its ``alpha_i`` first) and sends back its ``w_i``.  Returns the squared primal and
+    dual residuals ``||r||^2``, ``||s||^2`` of eq. (9).
+    """
+    m, p = st.W.shape
+    st.W = backend.rows(backend.call("w_step", z=st.z.tobytes(), rho=st.rho, dual_rho=st.dual_rho), m, p)  # (7)
+    z_old = st.z
+    st.z = (st.rho * st.W.sum(axis=0) + st.alpha.sum(axis=0)) / (2.0 * reg + st.rho * m)  # (8)
+    st.alpha = st.alpha + st.rho * (st.W - st.z)  # dual update (the hosts make it at the next w_step)
+    st.dual_rho = st.rho
+    r2 = float(np.sum((st.W - st.z) ** 2))  # (9)
+    s2 = float(m * st.rho**2 * np.sum((st.z - z_old) ** 2))
+    return r2, s2
+
+
+def _admm_solve(
+    backend: SerialBackend | DaskBackend, st: _Consensus, opt: _ADMMOptions, lam: float, sp: SPRegularizer
+) -> tuple[int, bool, float, float]:
+    """Consensus ADMM for fixed ``v`` (Algorithm 1 lines 3-11) until the residuals (9) are small.
+
+    Updates ``st`` in place; returns (iterations, converged, ``||r||^2``, ``||s||^2``).  With
+    ``v_in_admm`` the v-step (11) follows every dual update (and the Gram matrices and factors
+    are rebuilt when a weight changed); with ``adaptive_rho`` residual balancing follows it.
+    """
+    r2 = s2 = np.inf
+    n_admm = 0
+    for _k in range(int(opt.max_admm)):
+        n_admm += 1
+        r2, s2 = _admm_iteration(backend, st, opt.reg)
+        if opt.v_in_admm:
+            changed = sum(backend.call("v_step", backend.split(st.W), lam=lam, sp=sp))  # (11) inside ADMM
+            if changed > 0:
+                backend.call("gram")
+                backend.call("factor", rho=st.rho)
+        if r2 < opt.eps_r and s2 < opt.eps_s:
+            return n_admm, True, r2, s2
+        if opt.adaptive_rho:
+            r, s = np.sqrt(r2), np.sqrt(s2)
+            new_rho = st.rho * 2.0 if r > 10.0 * s else st.rho / 2.0 if 10.0 * r < s else st.rho
+            if new_rho != st.rho:
+                st.rho = new_rho
+                backend.call("factor", rho=st.rho)
+    return n_admm, False, r2, s2
+
+
+def _lagrangian_and_objective(
+    backend: SerialBackend | DaskBackend, st: _Consensus, lam: float, sp: SPRegularizer, reg: float, r2: float
+) -> tuple[float, float, float]:
+    """(augmented Lagrangian (5), centralised objective (4) at ``z``, ``sum_ij v_ij``) after an ADMM solve.
+
+    Both with the ``v`` and ``lam`` the solve used.  One pass over every ``X_i`` gives
+    ``[f_i(w_i), sum v_i, f_i(z)]`` per batch; ahead, the same pass makes the v-step (11) and the
+    next Gram matrices (7), kept on the hosts until the ``v_step`` call of :func:`dspl_solve`
+    takes them over.
+    """
+    parts = np.concatenate(backend.call("objectives", backend.split(st.W), z=st.z, lam=lam, sp=sp, ahead=True))
+    f_sum, n_sel = float(parts[:, 0].sum()), float(parts[:, 1].sum())
+    L = (f_sum + reg * float(st.z @ st.z) + float(np.sum(st.alpha * (st.W - st.z))) + 0.5 * st.rho * r2)
+    objective = float(parts[:, 2].sum()) + reg * float(st.z @ st.z)
+    return L, objective, n_sel
+
+
+def _outer_iteration(
+    backend: SerialBackend | DaskBackend, st: _Consensus, opt: _ADMMOptions, lam: float, sp: SPRegularizer,
+    auto_rho: bool, store_v: bool,
+) -> OuterRecord:
+    """One outer iteration of Algorithm 1 up to (not including) its v-step: (7) setup, ADMM, Lagrangian (5)."""
+    t0 = time.perf_counter()
+    st.rho = _prepare_admm(backend, st.W.shape[1], auto_rho, st.rho)
+    t_setup = time.perf_counter() - t0
+    n_admm, converged_admm, r2, s2 = _admm_solve(backend, st, opt, lam, sp)
+    t_admm = time.perf_counter() - t0 - t_setup
+    L, objective, n_sel = _lagrangian_and_objective(backend, st, lam, sp, opt.reg, r2)
+    v_store = np.concatenate(backend.join(backend.call("get_v"), st.W.shape[0])) if store_v else None
+    return OuterRecord(
+        lam=lam, lagrangian=L, objective=objective, z=st.z.copy(), n_selected=n_sel, admm_iters=n_admm,
+        admm_converged=converged_admm, r2=r2, s2=s2, rho=st.rho,
+        seconds=time.perf_counter() - t0, setup_seconds=t_setup, admm_seconds=t_admm, v=v_store,
+    )
+
+
 def dspl_solve(
     batches: Sequence[tuple[Array, Array]],
     backend: SerialBackend | DaskBackend | None = None,
@@ -155,6 +280,11 @@ def dspl_solve(
 ) -> DSPLResult:
     """Run DSPL (Algorithm 1) on a list of batches ``[(X_1, y_1), ..., (X_m, y_m)]``.
 
+    Per outer iteration: Gram matrices and factors of eq. (7) for the current ``v``
+    (:func:`_prepare_admm`), consensus ADMM (:func:`_admm_solve`: (7), (8), dual update, stop on
+    (9)), the Lagrangian (5) (:func:`_lagrangian_and_objective`), then the v-step (11) and
+    ``lam <- min(mu lam, tau)``, until ``lam = tau`` and the Lagrangian stops changing.
+
     Parameters
     ----------
     batches : list of (X_i, y_i)
@@ -164,8 +294,8 @@ def dspl_solve(
     sp : SP-regularizer or name
         ``hard`` (the paper, eq. (11)) or any :mod:`spl_bench.sp` regularizer.
     lam0, tau, mu : float
-        Age schedule: ``lam <- min(mu lam, tau)`` after each outer iteration
-        (Algorithm 1 lines 14-17; the paper uses 0.1, 1, 1.1).
+        Age schedule: ``lam <- min(mu lam, tau)`` after each outer iteration (Algorithm 1
+        lines 14-17; the paper uses 0.1, 1, 1.1).
     rho : float or "auto"
         ADMM penalty.  ``auto`` sets, before every ADMM solve, ``rho = mean_i tr(G_i) / p``
         (the mean curvature of the batch losses), with ``G_i = 2 X_i^T V_i X_i``.
@@ -189,90 +319,40 @@ def dspl_solve(
     gather_v : bool
         Gather the final ``v`` into :attr:`DSPLResult.v`.
     progress : callable, optional
-        Called after every outer iteration as ``progress(outer=t + 1, max_outer=..., lam=..., lam_max=tau,
-        admm_iters=...)`` (the ``"dspl"`` event of :mod:`spl_bench.progress`).
+        Called after every outer iteration as ``progress(outer=t + 1, max_outer=..., lam=...,
+        lam_max=tau, admm_iters=...)`` (the ``"dspl"`` event of :mod:`spl_bench.progress`).
 
     Returns
     -------
     DSPLResult
         Final ``z`` (the model), ``W`` (m, p), ``alpha`` (m, p), per-outer-iteration history.
     """
-    if backend is None:
-        backend = SerialBackend()
+    backend = SerialBackend() if backend is None else backend
     sp = get_sp(sp) if isinstance(sp, str) else sp
     m, p = _check_batches(batches)
     lam0, tau, mu, reg, auto_rho, rho_val = _check_options(lam0, tau, mu, reg, rho)
+    opt = _ADMMOptions(reg, eps_r, eps_s, int(max_admm), adaptive_rho, v_in_admm)
     w0 = np.broadcast_to(np.asarray(w_init, dtype=float), (p,)).copy()
-
     backend.place([Batch(np.ascontiguousarray(X_i, dtype=float), np.asarray(y_i, dtype=float))
-                  for X_i, y_i in batches])  # once: data and state stay on their hosts
-    W = np.tile(w0, (m, 1))
-    z = w0.copy()
-    alpha = np.zeros((m, p))
-    lam = lam0
-    result = DSPLResult(z=z, W=W, alpha=alpha)
-    prev_L: float | None = None
-
+                   for X_i, y_i in batches])  # once: data and state stay on their hosts
+    st = _Consensus(W=np.tile(w0, (m, 1)), z=w0.copy(), alpha=np.zeros((m, p)), rho=rho_val)
+    lam, prev_L = lam0, None
+    result = DSPLResult(z=st.z, W=st.W, alpha=st.alpha)
     for t in range(int(max_outer)):
         t0 = time.perf_counter()
-        traces = np.concatenate(backend.call("gram"))  # G_i, b_i of eq. (7) for the current v_i
-        if auto_rho:
-            rho_val = float(np.mean(traces)) / p
-            if not rho_val > 0:
-                rho_val = 1.0
-        backend.call("factor", rho=rho_val)
-        t_setup = time.perf_counter() - t0
-        converged_admm = False
-        r2 = s2 = np.inf
-        n_admm = 0
-        for _k in range(int(max_admm)):
-            n_admm += 1
-            W = np.array(backend.join(backend.call("w_step", backend.split(alpha), z=z, rho=rho_val), m))  # (7)
-            z_old = z
-            z = (rho_val * W.sum(axis=0) + alpha.sum(axis=0)) / (2.0 * reg + rho_val * m)  # (8)
-            alpha = alpha + rho_val * (W - z)  # dual update
-            r2 = float(np.sum((W - z) ** 2))  # (9)
-            s2 = float(m * rho_val**2 * np.sum((z - z_old) ** 2))
-            if v_in_admm:
-                changed = sum(backend.call("v_step", backend.split(W), lam=lam, sp=sp))  # (11) inside ADMM
-                if changed > 0:
-                    backend.call("gram")
-                    backend.call("factor", rho=rho_val)
-            if r2 < eps_r and s2 < eps_s:
-                converged_admm = True
-                break
-            if adaptive_rho:
-                r, s = np.sqrt(r2), np.sqrt(s2)
-                new_rho = rho_val * 2.0 if r > 10.0 * s else rho_val / 2.0 if 10.0 * r < s else rho_val
-                if new_rho != rho_val:
-                    rho_val = new_rho
-                    backend.call("factor", rho=rho_val)
-        t_admm = time.perf_counter() - t0 - t_setup
-        # augmented Lagrangian (5) at the end of the ADMM solve, with the v and lam it used, and
-        # the centralised objective (4) at z: [f_i(w_i), sum v_i, f_i(z)] per batch, one pass over X_i
-        # ahead: the same pass makes the v-step (11) and the next Gram matrices (7), kept on the
-        # hosts until the v_step call below takes them over
-        parts = np.concatenate(backend.call("objectives", backend.split(W), z=z, lam=lam, sp=sp, ahead=True))
-        f_sum, n_sel = float(parts[:, 0].sum()), float(parts[:, 1].sum())
-        L = (f_sum + reg * float(z @ z) + float(np.sum(alpha * (W - z))) + 0.5 * rho_val * r2)
-        objective = float(parts[:, 2].sum()) + reg * float(z @ z)
-        v_store = np.concatenate(backend.join(backend.call("get_v"), m)) if store_v else None
-        result.history.append(OuterRecord(
-            lam=lam, lagrangian=L, objective=objective, z=z.copy(), n_selected=n_sel, admm_iters=n_admm,
-            admm_converged=converged_admm, r2=r2, s2=s2, rho=rho_val,
-            seconds=time.perf_counter() - t0, setup_seconds=t_setup, admm_seconds=t_admm, v=v_store,
-        ))
+        rec = _outer_iteration(backend, st, opt, lam, sp, auto_rho, store_v)
+        result.history.append(rec)
         if progress is not None:
-            progress(outer=t + 1, max_outer=int(max_outer), lam=float(lam), lam_max=float(tau), admm_iters=n_admm)
-        if prev_L is not None and lam >= tau and abs(L - prev_L) < eps_L:
+            progress(outer=t + 1, max_outer=int(max_outer), lam=float(lam), lam_max=float(tau),
+                     admm_iters=rec.admm_iters)
+        if prev_L is not None and lam >= tau and abs(rec.lagrangian - prev_L) < eps_L:
             result.converged = True
             break
-        prev_L = L
+        prev_L = rec.lagrangian
         backend.call("v_step", lam=lam, sp=sp)  # line 13, eq. (11), on the losses at w_i just computed
         lam = min(lam * mu, tau)  # lines 14-17, capped at tau
-        result.history[-1].seconds = time.perf_counter() - t0  # include the v-step
-
-    result.z, result.W, result.alpha = z, W, alpha
+        rec.seconds = time.perf_counter() - t0  # include the v-step
+    result.z, result.W, result.alpha = st.z, st.W, st.alpha
     if gather_v:
         result.v = backend.join(backend.call("get_v"), m)
     return result
