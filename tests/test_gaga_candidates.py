@@ -171,3 +171,6 @@ def test_the_route_is_not_part_of_the_hash_and_the_committed_step_rule_cells_kee
     other = compose_cell(Cell("-", "gaga_table2", ("+table_row=t2_music_n30", "method=gaga",
                                                    "method.ode_method=PC")))
     assert cell_hash(other) == cell_hash(default) != committed
+    # an equal-candidates cell keeps the rule its committed rows were made under, in or out of the registry
+    eq = compose_cell(Cell("-", "gaga_table2", ("+table_row=t2_music_n30", "method=gaga"), "equal_candidates"))
+    assert eq.method.candidates == "steps" and eq.protocol.candidates == "shared_grid"

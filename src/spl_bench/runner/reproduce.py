@@ -127,7 +127,9 @@ EQUAL_CANDIDATE_METHODS = ("gaga", "acs")
 #: (the rule before 2026-11-29, STEP_CANDIDATES below); a table leaves this set once every GAGA cell
 #: of it has been rerun under the route-independent candidates (issue 62; docs/gaga.md, "Routes and candidates")
 STEP_CANDIDATE_TABLES = frozenset(TABLES)
-#: the overrides that give a GAGA cell the rule its committed rows were made under
+#: the overrides that give a GAGA cell the rule its committed rows were made under; the
+#: equal-candidates cells keep them for good (their candidates are the shared ages whatever GAGA's
+#: own rule, and their committed rows were made under this configuration hash)
 STEP_CANDIDATES = ("method.candidates=steps", "method.ode_method=auto")
 
 
@@ -214,7 +216,7 @@ def compose_cell(cell: Cell, extra: Iterable[str] = ()) -> DictConfig:
         if cell.variant:
             spec = VARIANTS[cell.variant]
             more += [*spec[str(cfg.data.task)], *spec.get(f"data={cfg.data.name}", ())]
-        if str(cfg.method.name) == "gaga" and cell.table in STEP_CANDIDATE_TABLES:
+        if str(cfg.method.name) == "gaga" and (cell.table in STEP_CANDIDATE_TABLES or cell.variant == EQUAL_VARIANT):
             more += STEP_CANDIDATES
         if more:
             cfg = compose("config", overrides=[*base, *more, *extra])
