@@ -10,7 +10,8 @@
     python scripts/reproduce_tables.py --smoke                    # regenerate results/reference/smoke.csv
 
 Per-seed rows go to ``results/rows/<experiment>/`` (commit them: the next run, on any machine,
-skips the seeds already there); tables, figures and ``coverage.csv`` to ``results/tables/``.
+skips the seeds already there); tables, figures and ``coverage.csv`` to ``results/tables/``, and one
+page of them all to ``results/index.html``.
 Every row file carries a check trailer (row count and SHA-256); a damaged one stops the script
 with one line naming it (``spl-bench verify results/rows`` lists them all).
 """
@@ -82,9 +83,11 @@ def main() -> int:
                 print(f"failed: {label}: {why}", file=sys.stderr)
         from spl_bench.paths import repo_root
         from spl_bench.report.compare import write_all
+        from spl_bench.report.site import write_site
 
         for path in write_all(readme=repo_root() / "README.md", findings=repo_root() / "results" / "FINDINGS.md"):
             print(f"wrote {path}")
+        print(f"wrote {write_site()}")  # results/index.html, from the tables just written
     except SplBenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -84,7 +84,9 @@ def _one_vs_rest(y: NDArray[Any], positive: Any, name: str) -> NDArray[np.float6
     return np.where(hit, 1.0, -1.0)
 
 
-def binarize(y: NDArray[Any], spec: dict[str, Any] | None, name: str) -> NDArray[np.float64]:
+def binarize(
+    y: NDArray[Any], spec: dict[str, Any] | None, name: str, numeric_hint: bool = False
+) -> NDArray[np.float64]:
     """Map a class target to {-1, +1} following ``spec`` (the ``binarize`` block of a data config).
 
     ``spec`` kinds:
@@ -97,7 +99,9 @@ def binarize(y: NDArray[Any], spec: dict[str, Any] | None, name: str) -> NDArray
       GAGA authors' mfeat-pixel coding).
 
     A missing option, a threshold on text labels or a positive label no row has is a
-    :class:`ConfigError` / :class:`DataError` saying what to set.
+    :class:`ConfigError` / :class:`DataError` saying what to set.  ``numeric_hint`` (a task
+    inferred from the target, ``data=csv`` / ``data=openml``): the message for more than two
+    numeric classes also offers ``data.task=regression``.
     """
     y = np.asarray(y)
     spec = dict(spec or {})
@@ -105,9 +109,15 @@ def binarize(y: NDArray[Any], spec: dict[str, Any] | None, name: str) -> NDArray
     if kind == "auto":
         labels = np.unique(y if _numeric(y) is not None else y.astype(str))
         if labels.size != 2:
+            numeric = _numeric(y) is not None
+            threshold = ", or split at a value with +data.binarize.kind=threshold +data.binarize.value=<v>"
+            regression = "; or data.task=regression if the target is a quantity" if numeric_hint and numeric else ""
             raise DataError(
-                f"dataset {name!r} has {labels.size} classes and cannot be made binary automatically; "
-                "set data.binarize (kind: threshold | one_vs_rest | first_rows)"
+                f"dataset {name!r} has {labels.size} classes ({_labels_text(y)}) and cannot be made binary "
+                "automatically: the models take two; make one class +1 and the others -1 with "
+                "+data.binarize.kind=one_vs_rest +data.binarize.positive=<label>"
+                + (threshold if numeric else "")
+                + regression
             )
         return np.where(y.astype(labels.dtype) == labels[1], 1.0, -1.0)
     if kind == "threshold":

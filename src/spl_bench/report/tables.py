@@ -206,14 +206,20 @@ def runs_per_method(part: pd.DataFrame) -> int | str:
     return ", ".join(f"{m} {int(n)}" for m, n in counts.items())
 
 
-def paper_table(summary: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
+def paper_table(summary: pd.DataFrame, digits: int = 3, marks: dict[tuple, str] | None = None) -> pd.DataFrame:
     """Pivot a summary into rows = (dataset, noise, ...) and columns = methods, cells ``mean ± std``.
 
     ``runs`` is the number of runs of the row's methods when they agree, else per method
-    (``acs 20, original 2``): a mean over 2 runs is not one over 20.
+    (``acs 20, original 2``): a mean over 2 runs is not one over 20.  ``marks`` (``ROW_KEYS`` ->
+    method, :func:`spl_bench.report.folder.marks`): cells marked ▲, the row's best mean
+    significantly better than the second.
     """
     s = summary.copy()
     s["cell"] = [_cell(m, d, int(n), digits) for m, d, n in zip(s["mean"], s["std"], s["n"], strict=True)]
+    if marks:
+        keys = s[ROW_KEYS].itertuples(index=False, name=None)
+        s["cell"] = [c + " ▲" if marks.get(tuple(k)) == m else c
+                     for c, k, m in zip(s["cell"], keys, s["method_label"], strict=True)]  # fmt: skip
     table = s.pivot_table(index=ROW_KEYS, columns="method_label", values="cell", aggfunc="first")
     if s["restarts"].notna().any():
         rst = s.dropna(subset=["restarts"]).groupby(ROW_KEYS)["restarts"].mean().round(1)
@@ -235,10 +241,11 @@ def heading_lines(items: list[str], width: int, sep: str = " · ") -> list[str]:
     return lines
 
 
-def print_tables(summary: pd.DataFrame, console: Console | None = None) -> None:
-    """Print the paper-style table with rich, the keys it shares above it in lines of the console's width."""
+def print_tables(summary: pd.DataFrame, console: Console | None = None, marks: dict[tuple, str] | None = None) -> None:
+    """Print the paper-style table with rich, the keys it shares above it in lines of the console's width
+    (``marks``: as :func:`paper_table`'s)."""
     console = console or Console()
-    table = paper_table(summary)
+    table = paper_table(summary, marks=marks)
     constant = [k for k in ROW_KEYS if table[k].nunique(dropna=False) == 1]
     metrics = [m for m in ("accuracy", "gen_error") if m in set(summary["metric"].astype(str))]
     arrows = ", ".join(f"{m} {'↑' if m == 'accuracy' else '↓'}" for m in metrics)
@@ -281,17 +288,20 @@ def with_unavailable(table: pd.DataFrame, datasets: Iterable[str]) -> pd.DataFra
 
 def write_report(
     frame: pd.DataFrame, out_dir: str | Path, name: str = "table", unavailable: Iterable[str] = (),
+    marks: dict[tuple, str] | None = None, notes: str = "",
 ) -> list[Path]:
     """Write ``<name>.md``, ``<name>.csv`` (paper layout) and ``<name>_summary.csv``.
 
     ``unavailable``: datasets of the paper's table without a local copy, listed as such.
+    ``marks``: cells marked ▲ (:func:`paper_table`); ``notes``: Markdown below the table (the
+    tests behind the marks).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     summary = summarize(frame)
-    table = with_unavailable(paper_table(summary), unavailable)
+    table = with_unavailable(paper_table(summary, marks=marks), unavailable)
     paths = [out / f"{name}.md", out / f"{name}.csv", out / f"{name}_summary.csv"]
-    paths[0].write_text(to_markdown(table) + environments.footer(frame, CELL_KEYS))
+    paths[0].write_text(to_markdown(table) + notes + environments.footer(frame, CELL_KEYS))
     table.to_csv(paths[1], index=False)
     summary.to_csv(paths[2], index=False)
     return paths

@@ -28,7 +28,9 @@ commands:
   run [overrides]           run an experiment: Hydra overrides such as method=acs data=music
                             protocol.n_runs=5; -m to sweep (method=acs,original)
   report PATH... [--out DIR] [--hash H]
-                            mean ± std tables (Markdown, CSV) and figures of run folders
+                            mean ± std tables (Markdown, CSV) and figures of run folders, with
+                            the paired tests (▲) and, over two or more data sets, the Friedman
+                            test and its critical-difference diagram
   path [key=value ...]      one GAGA age-path: its file and figures (spl-bench path --help)
   datasets                  the dataset configs and whether each loads here
   verify [PATH...]          check every row file under run folders or results/rows
@@ -250,10 +252,17 @@ def _run(argv: list[str]) -> int:
 
 
 def _report(argv: list[str]) -> int:
+    from spl_bench.report import folder
     from spl_bench.report.figures import bar_figure, critical_point_figure
     from spl_bench.report.tables import print_tables, read_results, summarize, write_report
 
-    ap = argparse.ArgumentParser(prog="spl-bench report", description="aggregate results into tables")
+    ap = argparse.ArgumentParser(
+        prog="spl-bench report",
+        description="aggregate results into mean ± std tables, with the paper tables' statistics: the paired "
+                    "Wilcoxon signed-rank tests of every pair of methods per line (Holm; ▲ on a best mean "
+                    "significantly better than the second) and, with two or more data sets, the Friedman test "
+                    "and its critical-difference diagram",
+    )  # fmt: skip
     ap.add_argument("paths", nargs="+", help="results.csv files or folders containing them")
     ap.add_argument("--out", default=None, help="folder for table.md / table.csv / figures")
     ap.add_argument("--name", default="table", help="base name of the written files")
@@ -272,10 +281,15 @@ def _report(argv: list[str]) -> int:
     frame = read_results(args.paths, config_hash=args.hashes)
     warn_mixed_environments(frame)
     summary = summarize(frame)
-    print_tables(summary)
+    tests = folder.folder_tests(frame)  # the paper tables' paired tests and rank tests, on these runs
+    marks = folder.marks(tests, summary)
+    print_tables(summary, marks=marks)
+    folder.print_tests(tests)
     if args.out:
         try:
-            written = write_report(frame, args.out, args.name, args.unavailable)
+            written = write_report(frame, args.out, args.name, args.unavailable, marks=marks,
+                                   notes=folder.markdown(tests, args.name))  # fmt: skip
+            written += folder.write(tests, args.out, args.name, figures=not args.no_figure)
             if not args.no_figure:
                 written += bar_figure(summary, Path(args.out) / f"{args.name}.png")
                 written += critical_point_figure(frame, Path(args.out) / f"{args.name}_critical_points.png")
@@ -350,6 +364,8 @@ def dataset_status(name: str) -> tuple[str, str]:
     src = spec.get("source", "local")
     if src == "sklearn":
         return "bundled", ""
+    if src in ("csv", "openml") and not spec.get("path") and not spec.get("openml_id"):
+        return "yours", ""  # data=csv data.path=FILE / data=openml data.openml_id=N (docs/data.md)
     if src != "local" or not has_local_copy(spec):
         return ("download" if spec.get("openml_id") else "missing"), ""
     try:
@@ -369,7 +385,8 @@ def _datasets(argv: list[str]) -> int:
         prog="spl-bench datasets",
         description="list the dataset configs (configs/data/) and whether each loads here: every local file "
                     "is loaded and checked against its sha256. loads: yes | bundled (scikit-learn) | download "
-                    "(from OpenML on first use) | missing | NO (the reason is printed below the table)",
+                    "(from OpenML on first use) | missing | NO (the reason is printed below the table) | yours "
+                    "(csv, openml: your file or OpenML id, docs/data.md)",
     )  # fmt: skip
     ap.parse_args(argv)
     table = Table(title=f"datasets (data directory: {data_dir()})")
