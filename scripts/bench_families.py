@@ -65,9 +65,9 @@ from threadpoolctl import threadpool_limits
 
 from spl_bench.data.loaders import load_dataset
 from spl_bench.gaga.api import age_path
-from spl_bench.gaga.core.linalg import CholeskyFactor
-from spl_bench.gaga.core.tracker import EngineOptions
-from spl_bench.gaga.core.warm import _WarmStarts
+from spl_bench.gaga.core.options import EngineOptions
+from spl_bench.gaga.core.refined import CholeskyFactor
+from spl_bench.gaga.core.warm import WarmStarts
 from spl_bench.gaga.glm.glm_system import GLMSystem
 from spl_bench.paths import repo_root
 from spl_bench.report.markdown import to_markdown
@@ -134,11 +134,11 @@ def gaga_case(name: str, X: np.ndarray, y: np.ndarray, routes: dict[str, EngineO
         saved = {a: getattr(*owners[a]) for a in attrs}
         warm_cpu = [0.0]
 
-        def timed_warm_start(tracker, *args, _inner=_WarmStarts.warm_start, _acc=warm_cpu, **kwargs):
+        def timed_warm_start(warm, *args, _inner=WarmStarts.warm_start, _acc=warm_cpu, **kwargs):
             # the warm starts' share: the initial ACS fit and the restarts after jumps
             t0 = time.process_time()
             try:
-                return _inner(tracker, *args, **kwargs)
+                return _inner(warm, *args, **kwargs)
             finally:
                 _acc[0] += time.process_time() - t0
 
@@ -146,7 +146,7 @@ def gaga_case(name: str, X: np.ndarray, y: np.ndarray, routes: dict[str, EngineO
         try:
             for a, value in attrs.items():
                 setattr(*owners[a], value)
-            with warnings.catch_warnings(), patch.object(_WarmStarts, "warm_start", timed_warm_start):
+            with warnings.catch_warnings(), patch.object(WarmStarts, "warm_start", timed_warm_start):
                 warnings.simplefilter("ignore")
                 path = age_path(X, y, model=model, sp=sp, sp_params=sp_params, lam_range=lam_range,
                                 options=opts, **model_params)

@@ -58,7 +58,7 @@ from threadpoolctl import threadpool_limits
 
 from spl_bench.atomic import atomic_path, atomic_write_text
 from spl_bench.gaga import age_path
-from spl_bench.gaga.core.tracker import ODE_METHODS, EngineOptions
+from spl_bench.gaga.core.options import ODE_METHODS, EngineOptions
 from spl_bench.gaga.systems import make_system
 from spl_bench.methods.acs import acs_solve, lambda_grid
 from spl_bench.models import get_model

@@ -15,9 +15,11 @@ from sklearn.datasets import load_breast_cancer, load_diabetes
 
 from spl_bench.errors import ConfigError
 from spl_bench.gaga import AgePath, age_path
-from spl_bench.gaga.core.linalg import Factor, solve_linear
-from spl_bench.gaga.core.tracker import EngineOptions, _Tracker
-from spl_bench.gaga.systems import make_system, svm_kkt
+from spl_bench.gaga.core.factors import Factor, solve_linear
+from spl_bench.gaga.core.options import EngineOptions
+from spl_bench.gaga.core.tracker import _Tracker
+from spl_bench.gaga.svm.svm_system import svm_kkt
+from spl_bench.gaga.systems import make_system
 from spl_bench.methods.gaga import GAGA
 from spl_bench.models import Params, get_model
 from spl_bench.sp import get_sp
@@ -127,7 +129,7 @@ def test_ode_matches_finite_differences_of_acs_solutions(model_name, sp_name):
     lam, h = 1.5, 1e-5
     init = model.fit_weighted(X, y, np.ones(len(y)))
     sys0, tr0 = _acs_point(model, sp, X, y, lam, init)
-    d = tr0.rhs(lam, np.append(sys0.theta(), 0.0))[:-1]
+    d = tr0.equation.rhs(lam, np.append(sys0.theta(), 0.0))[:-1]
     dvec, db = sys0.full_derivative(d)
     pts = []
     for s in (-1, 1):

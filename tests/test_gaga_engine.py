@@ -15,7 +15,9 @@ from sklearn.datasets import load_diabetes
 
 from spl_bench.errors import ConfigError
 from spl_bench.gaga import age_path
-from spl_bench.gaga.core.tracker import ODE_METHODS, ColumnGroups, EngineOptions, spl_objective
+from spl_bench.gaga.core.columns import ColumnGroups
+from spl_bench.gaga.core.options import ODE_METHODS, EngineOptions
+from spl_bench.gaga.core.warm import spl_objective
 from spl_bench.models import Params, get_model
 from spl_bench.sp import get_sp
 
@@ -340,7 +342,7 @@ def test_active_set_svm_fit_solves_the_weighted_dual(seed, dup, zeros):
     """Warm-started from libsvm's solution for nearby weights, the active-set fit returns a point
     satisfying the model's own KKT check of the v-weighted dual, with libsvm's dual objective and
     decision values (libsvm solved to 1e-10 here)."""
-    from spl_bench.gaga.systems import WeightedSVMDual
+    from spl_bench.gaga.svm.inner import WeightedSVMDual
     from spl_bench.models.svm import SVMModel, libsvm_fit
 
     n, C = 60, 2.0
@@ -389,7 +391,7 @@ def test_libsvm_start_gives_the_active_set_methods_optimum(seed, dup, zeros):
     """Where guess-and-check gives up (here: one round, from the sets of a = 0), the fit from
     libsvm's sets and the primal active-set method from the warm start return the same exact
     optimum of the weighted dual (RBF kernel, duplicated samples, samples with v = 0)."""
-    from spl_bench.gaga.systems import WeightedSVMDual
+    from spl_bench.gaga.svm.inner import WeightedSVMDual
     from spl_bench.models.svm import SVMModel
 
     n, C = 60, 2.0
@@ -442,7 +444,7 @@ def test_guess_and_check_products_in_place_give_the_same_fit(seed, dup, zeros):
     """Guess-and-check with its products with rows of Q taken in place (``compiled_rows``) and by
     numpy's gathers: the same sets and the same solution, to rounding (RBF kernel, duplicated
     samples, samples with v = 0, a warm start from the solution for other weights)."""
-    from spl_bench.gaga.systems import WeightedSVMDual
+    from spl_bench.gaga.svm.inner import WeightedSVMDual
     from spl_bench.models.svm import libsvm_fit
 
     n, C = 70, 2.0
@@ -476,7 +478,7 @@ def test_guess_and_check_products_in_place_give_the_same_fit(seed, dup, zeros):
 def test_libsvm_start_is_taken_when_guess_and_check_gives_up():
     """The case of the test above where one round of guess-and-check cannot settle: the fit
     comes from libsvm's sets (counted), not from the primal active-set method."""
-    from spl_bench.gaga.systems import WeightedSVMDual
+    from spl_bench.gaga.svm.inner import WeightedSVMDual
 
     X, y, K = _svm_problem(3, 60, 0)
     solver = WeightedSVMDual(K * np.outer(y, y), y, max_rounds=1)
@@ -515,7 +517,8 @@ def test_schur_factor_solves_like_the_dense_factor(seed, n1, n2, dup):
     """The SVM Jacobian's Schur-complement factor against the dense LU / minimum-norm solve of the
     assembled J: same solution, same sign of det J; also with duplicated rows and columns in A
     (identical samples on the margin), where J is singular."""
-    from spl_bench.gaga.core.linalg import Factor, SchurBlocks, SchurFactor
+    from spl_bench.gaga.core.factors import Factor
+    from spl_bench.gaga.core.structured import SchurBlocks, SchurFactor
 
     rng = np.random.default_rng(seed)
     Xs = rng.normal(size=(n1 + n2, 3))
@@ -551,7 +554,8 @@ def test_schur_factor_with_one_weight_for_every_mixed_sample_solves_like_the_den
     """The linear SP gives every mixed sample the same ``c``: from the ``UNIFORM_REDUCE_AT``-th such point the Schur
     complement ``I + c W`` is solved through ``W``'s tridiagonal reduction.  Against the dense LU of
     the assembled J at each point: same solution, same sign of det J (where J is not singular)."""
-    from spl_bench.gaga.core.linalg import UNIFORM_REDUCE_AT, Factor, SchurBlocks, SchurFactor, ShiftedTridiagonal
+    from spl_bench.gaga.core.factors import Factor
+    from spl_bench.gaga.core.structured import UNIFORM_REDUCE_AT, SchurBlocks, SchurFactor, ShiftedTridiagonal
 
     rng = np.random.default_rng(seed)
     Xs = rng.normal(size=(n1 + n2, 3))
@@ -667,22 +671,23 @@ def test_a_trial_polish_given_up_on_a_cycle_would_have_failed_all_its_rounds(mon
     """Every trial given up early, replayed from the same state with all its rounds, fails too."""
     from spl_bench.gaga.core import warm
 
-    orig = warm._WarmStarts.polish
+    orig = warm.WarmStarts.polish
     replays = []
 
     def checked(self, lam, max_rounds=100, trial=False):
-        snap, before = self.sys.snapshot(), self.n_polish_cycles
+        st = self.state
+        snap, before = st.sys.snapshot(), st.n_polish_cycles
         res = orig(self, lam, max_rounds, trial)
-        if self.n_polish_cycles > before:
-            after = self.sys.snapshot()
-            self.sys.restore(snap)
-            self.o.polish_cycle_exit = False
+        if st.n_polish_cycles > before:
+            after = st.sys.snapshot()
+            st.sys.restore(snap)
+            st.o.polish_cycle_exit = False
             replays.append(orig(self, lam, max_rounds, trial))
-            self.o.polish_cycle_exit = True
-            self.sys.restore(after)
+            st.o.polish_cycle_exit = True
+            st.sys.restore(after)
         return res
 
-    monkeypatch.setattr(warm._WarmStarts, "polish", checked)
+    monkeypatch.setattr(warm.WarmStarts, "polish", checked)
     X, y, kw = _CYCLE_CASES[case]()
     age_path(X, y, lam_range=(0.1, 5.0), **kw)
     assert len(replays) >= 3
@@ -692,27 +697,28 @@ def test_a_trial_polish_given_up_on_a_cycle_would_have_failed_all_its_rounds(mon
 def test_skipped_acs_iterations_land_on_the_plain_acs_iterate(monkeypatch):
     """Each skip of ``j`` ACS iterations lands where ``j`` plain ACS steps (on a fresh system,
     whose fits guess their sets from scratch) go, to 1e-3 of the distance travelled."""
-    from spl_bench.gaga.core import tracker as engine
+    from spl_bench.gaga.core import warm
     from spl_bench.gaga.systems import make_system
 
-    orig = engine._Tracker.acs_skip_ahead
+    orig = warm.WarmStarts.acs_skip_ahead
     errors = []
 
     def checked(self, lam, p, hist):
-        before = self.n_acs_skipped
+        st = self.state
+        before = st.n_acs_skipped
         out = orig(self, lam, p, hist)
-        j = self.n_acs_skipped - before
+        j = st.n_acs_skipped - before
         if out is not None and 0 < j <= 400:
-            fresh = make_system(self.model, self.sp, self.X, self.y)
+            fresh = make_system(st.model, st.sp, st.X, st.y)
             q = p
-            v = self.sp.v_star(fresh.losses(q), lam)
+            v = st.sp.v_star(fresh.losses(q), lam)
             for _ in range(j):
-                q, v = engine.acs_step(fresh, lam, q, v)
+                q, v = warm.acs_step(fresh, lam, q, v)
             moved = float(np.abs(q.dual_coef - p.dual_coef).max())
             errors.append((float(np.abs(out[0].dual_coef - q.dual_coef).max()), moved))
         return out
 
-    monkeypatch.setattr(engine._Tracker, "acs_skip_ahead", checked)
+    monkeypatch.setattr(warm.WarmStarts, "acs_skip_ahead", checked)
     X, y = _noisy_cancer_svm(60, 0)
     age_path(X, y, model="svm", sp="linear", lam_range=(0.1, 3.0), C=1.0, gamma=0.2)
     assert len(errors) >= 5
@@ -736,7 +742,7 @@ def test_kkt_update_solves_like_a_new_factorisation(seed, n_out, n_in, s):
     """A margin-block factor updated by bordering (indices dropped and added) against the dense
     solve of the new matrix: same solutions (vector and matrix right-hand sides), same sign of
     the determinant."""
-    from spl_bench.gaga.core.linalg import Factor
+    from spl_bench.gaga.core.factors import Factor
     from spl_bench.gaga.svm.kkt import KKTUpdate, kkt_matrix
 
     rng, Q, y = _kkt_problem(seed)
@@ -758,9 +764,9 @@ def test_kkt_factor_with_duplicated_samples_gives_the_minimum_norm_solution(seed
     """Duplicated samples on the margin (equal rows and columns): ``kkt_factor`` factorises their
     representatives (new LU or an update of a root) and splits each group's value equally, the
     pseudo-inverse solution; the sign is that of the merged system."""
-    from spl_bench.gaga.core.linalg import Factor, groups_hint
+    from spl_bench.gaga.core.factors import Factor, groups_hint
+    from spl_bench.gaga.svm.inner import canonical_duplicates
     from spl_bench.gaga.svm.kkt import kkt_factor, kkt_matrix
-    from spl_bench.gaga.systems import canonical_duplicates
 
     rng, Q, y = _kkt_problem(seed, dup=True)
     labels = np.arange(Q.shape[0])
@@ -789,7 +795,7 @@ def test_kkt_update_with_diagonal_shifts_and_reordered_indices_solves_like_a_new
     added, kept with a changed shift, and the kept ones in another order (the SVM's free set
     is E_Z then M: an index moving between them changes place).  Against the dense solve: same
     solutions, same sign of the determinant."""
-    from spl_bench.gaga.core.linalg import Factor
+    from spl_bench.gaga.core.factors import Factor
     from spl_bench.gaga.svm.kkt import KKTUpdate, kkt_matrix
 
     rng, Q, y = _kkt_problem(seed)
@@ -850,7 +856,8 @@ def test_svm_jacobian_of_new_sets_through_the_latest_reduced_blocks_solves_like_
     its own."""
     import pytest as _pytest
 
-    from spl_bench.gaga.core.linalg import Factor, RowScaled, SchurFactor
+    from spl_bench.gaga.core.factors import Factor
+    from spl_bench.gaga.core.structured import RowScaled, SchurFactor
 
     with _pytest.MonkeyPatch.context() as mp:
         rng, system, svm_system = _svm_schur_system(mp, seed, dup)

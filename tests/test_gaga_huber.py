@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from scipy.optimize import minimize
 
 from spl_bench.gaga.api import age_path
-from spl_bench.gaga.core.tracker import EngineOptions, _Tracker
+from spl_bench.gaga.core.options import EngineOptions
+from spl_bench.gaga.core.tracker import _Tracker
 from spl_bench.gaga.glm.glm_system import GLMSystem
 from spl_bench.gaga.systems import make_system
 from spl_bench.models import Params, get_model

@@ -11,7 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spl_bench.gaga import EngineOptions, age_path
-from spl_bench.gaga.core.linalg import CholeskyFactor, Factor, RankOnePlusSparse, RefinedFactor, pcg, weighted_gram
+from spl_bench.gaga.core.factors import Factor
+from spl_bench.gaga.core.gram import RankOnePlusSparse, weighted_gram
+from spl_bench.gaga.core.refined import CholeskyFactor, RefinedFactor, pcg
 from spl_bench.gaga.glm.glm_system import GLMSystem
 from spl_bench.models import get_model
 from spl_bench.sp import get_sp

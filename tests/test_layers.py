@@ -13,6 +13,13 @@ Inside ``gaga`` (issue 41)::
 none of the three imports a top-level ``gaga`` module (``spl_bench.gaga`` itself included: its
 ``__init__`` imports all three).
 
+Inside ``gaga/core``, the path tracker's modules (issue 61), bottom to top::
+
+    state  ->  equation  ->  record  ->  warm  ->  critical  ->  events  ->  stepping  ->  tracker
+
+each imports only modules before it, and their classes derive from no other class: the tracker's
+parts are collaborators on one shared state, each given what it calls in its constructor, not mixins.
+
 Every ``import`` and ``from ... import`` of every module is read, also those inside functions
 and under ``if TYPE_CHECKING`` (a deferred import is still a dependency), and relative imports
 are resolved against the module's package.
@@ -197,7 +204,45 @@ def test_the_gaga_scan_sees_every_sublayer(tmp_path, monkeypatch, where, code, e
     (fake / "gaga" / where).mkdir(parents=True)
     (fake / "gaga" / where / "x.py").write_text(code + "\n")
     (fake / "gaga" / "core" / "ok.py").parent.mkdir(exist_ok=True)
-    (fake / "gaga" / "core" / "ok.py").write_text("from spl_bench.gaga.core import linalg\n")
+    (fake / "gaga" / "core" / "ok.py").write_text("from spl_bench.gaga.core import factors\n")
     monkeypatch.setitem(globals(), "PACKAGE", fake)
     found = gaga_violations()
     assert len(found) == 1 and found[0].startswith(f"spl_bench.gaga.{where}.x imports") and expected in found[0]
+
+
+#: the path tracker's modules in gaga/core, bottom to top: each imports only those before it
+TRACKER_MODULES = ("state", "equation", "record", "warm", "critical", "events", "stepping", "tracker")
+
+
+def tracker_violations() -> list[str]:
+    """Imports of a tracker module from one above it (or itself), and classes derived from another."""
+    found = []
+    names = [f"spl_bench.gaga.core.{m}" for m in TRACKER_MODULES]
+    for i, name in enumerate(names):
+        path = PACKAGE / "gaga" / "core" / f"{TRACKER_MODULES[i]}.py"
+        if not path.is_file():
+            continue
+        found.extend(f"{name} imports {mod} (above it)" for mod in sorted(imported_modules(path)) if mod in names[i:])
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.ClassDef) and node.bases:
+                found.append(f"{name}.{node.name} derives from another class (collaborators, not mixins)")
+    return found
+
+
+def test_the_tracker_is_collaborators_that_import_one_way():
+    problems = tracker_violations()
+    assert not problems, "the tracker's modules:\n" + "\n".join(problems)
+
+
+def test_the_tracker_scan_sees_upward_imports_and_mixins(tmp_path, monkeypatch):
+    core = tmp_path / "spl_bench" / "gaga" / "core"
+    core.mkdir(parents=True)
+    (core / "state.py").write_text("class TrackState:\n    pass\n")
+    (core / "equation.py").write_text("from spl_bench.gaga.core.state import TrackState\n")
+    (core / "warm.py").write_text("def f():\n    from .stepping import Stepper\n")
+    (core / "stepping.py").write_text("from .equation import PathEquation\nclass Stepper(PathEquation):\n    pass\n")
+    monkeypatch.setitem(globals(), "PACKAGE", tmp_path / "spl_bench")
+    assert sorted(tracker_violations()) == [
+        "spl_bench.gaga.core.stepping.Stepper derives from another class (collaborators, not mixins)",
+        "spl_bench.gaga.core.warm imports spl_bench.gaga.core.stepping (above it)",
+    ]

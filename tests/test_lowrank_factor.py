@@ -11,7 +11,7 @@ import scipy.linalg as sla
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spl_bench.gaga.core.linalg import Factor
+from spl_bench.gaga.core.factors import Factor
 from spl_bench.gaga.core.options import EngineOptions
 from spl_bench.gaga.svm.kkt import LowRankSVMFactor, MarginQR
 
@@ -183,7 +183,7 @@ def test_path_same_with_dense_route(monkeypatch, dup):
 def test_merged_duplicates_like_dense_merge(seed, d, nm, c_scale):
     """Duplicated margin samples: the merged low-rank factor gives the dense merged LU's
     solution (equal split within each group) and sign."""
-    from spl_bench.gaga.core.linalg import groups_hint
+    from spl_bench.gaga.core.factors import groups_hint
     from spl_bench.gaga.svm.kkt import MergedLowRankSVMFactor
 
     rng = np.random.default_rng(seed)

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from spl_bench.gaga import age_path
-from spl_bench.gaga.core.tracker import EngineOptions
+from spl_bench.gaga.core.options import EngineOptions
 from spl_bench.methods.mospl import MOSPL
 from spl_bench.sp import REGISTRY, get_sp
 from test_gaga_engine import _diabetes, _lasso_kkt

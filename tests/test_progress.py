@@ -54,7 +54,7 @@ def test_gaga_reports_increasing_age_and_same_fit(monkeypatch: pytest.MonkeyPatc
 
 
 def test_gaga_engine_reports_from_inside_long_segments(monkeypatch: pytest.MonkeyPatch) -> None:
-    from spl_bench.gaga import age_path
+    from spl_bench.gaga import EngineOptions, age_path
 
     X, y = lasso_data()
     seen: list[tuple[float, int]] = []
@@ -62,13 +62,16 @@ def test_gaga_engine_reports_from_inside_long_segments(monkeypatch: pytest.Monke
     def note(lam: float, k: int) -> None:
         seen.append((lam, k))
 
+    # the step-by-step route (the lasso's default, the compiled follower, reports once per call of
+    # the follower, which takes up to COMPILED_CAP steps: test_gaga_engine.py checks it)
+    ode = EngineOptions(method="auto")
     monkeypatch.setattr(engine, "PROGRESS_INTERVAL", 0.0)
-    path = age_path(X, y, model="lasso", lam_range=(0.5, 8.0), alpha=0.05, progress=note)
+    path = age_path(X, y, model="lasso", lam_range=(0.5, 8.0), alpha=0.05, progress=note, options=ode)
     n_segments = int(path.segment.max()) + 1
     assert len(seen) > n_segments  # solver steps report too, not only the ends of segments
     monkeypatch.setattr(engine, "PROGRESS_INTERVAL", 3600.0)
     seen.clear()
-    age_path(X, y, model="lasso", lam_range=(0.5, 8.0), alpha=0.05, progress=note)
+    age_path(X, y, model="lasso", lam_range=(0.5, 8.0), alpha=0.05, progress=note, options=ode)
     assert len(seen) <= n_segments + 1  # throttled: the ends of segments (and the first step) only
 
 

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spl_bench.gaga import age_path
-from spl_bench.gaga.core.tracker import EngineOptions
+from spl_bench.gaga.core.options import EngineOptions
 from spl_bench.gaga.glm import segment_nb
 from spl_bench.gaga.glm.segment_nb import call_typed
 from spl_bench.gaga.systems import make_system

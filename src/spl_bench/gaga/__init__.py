@@ -6,12 +6,12 @@
 >>> w, b = path.at(3.7)                                      # doctest: +SKIP
 
 See :mod:`spl_bench.gaga.api` (the entry points), :mod:`spl_bench.gaga.core.tracker` (the path
-follower), :mod:`spl_bench.gaga.systems`
-(``F = 0`` of eq. (5) for each model) and :mod:`spl_bench.gaga.core.path` (the result).
+follower), :mod:`spl_bench.gaga.systems` (``make_system``: the system ``F = 0`` of eq. (5) for each
+model) and :mod:`spl_bench.gaga.core.path` (the result).
 """
 
 from spl_bench.gaga.api import age_path
+from spl_bench.gaga.core.options import EngineOptions
 from spl_bench.gaga.core.path import AgePath
-from spl_bench.gaga.core.tracker import EngineOptions
 
 __all__ = ["AgePath", "EngineOptions", "age_path"]

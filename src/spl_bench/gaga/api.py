@@ -19,16 +19,12 @@ from numpy.typing import NDArray
 from threadpoolctl import threadpool_limits
 
 from spl_bench.gaga.core import checkpoint
+from spl_bench.gaga.core.columns import ColumnGroups
+from spl_bench.gaga.core.options import _RUN_ONLY_OPTIONS, ODE_METHODS, EngineOptions
 from spl_bench.gaga.core.path import AgePath
 from spl_bench.gaga.core.system_base import PathSystem
-from spl_bench.gaga.core.tracker import (
-    _RUN_ONLY_OPTIONS,
-    ODE_METHODS,
-    ColumnGroups,
-    EngineOptions,
-    _Tracker,
-    acs_step,
-)
+from spl_bench.gaga.core.tracker import _Tracker
+from spl_bench.gaga.core.warm import acs_step
 from spl_bench.gaga.systems import make_system
 from spl_bench.models import Model, Params
 from spl_bench.sp import SPRegularizer
@@ -182,9 +178,9 @@ def _tracker(saved: dict[str, Any] | None, mdl: Model, spr: SPRegularizer, X_pat
     system (:func:`~spl_bench.gaga.systems.make_system`)."""
     if saved is not None:
         tr = saved["tracker"]
-        tr.n_resumes += 1
+        tr.state.n_resumes += 1
         tr._progress_next = -np.inf  # a time of the process that saved it
-        system = tr.sys
+        system = tr.state.sys
     else:
         system = make_system(mdl, spr, X_path, y)
         system.apply_options(opts)
@@ -220,6 +216,7 @@ def _run(tr: _Tracker, lam_min: float, lam_max: float, init: Params | None, opts
 def _meta(mdl: Model, spr: SPRegularizer, X: Array, lam_min: float, lam_max: float, opts: EngineOptions,
           tr: _Tracker, system: PathSystem, t0: float, saved: dict[str, Any] | None) -> dict[str, Any]:
     """The ``meta`` of the path: inputs, times and the counters of the tracker and the system."""
+    st = tr.state
     meta = {
         "model": mdl.name,
         "model_params": {k: v for k, v in mdl.get_params().items()},
@@ -230,30 +227,30 @@ def _meta(mdl: Model, spr: SPRegularizer, X: Array, lam_min: float, lam_max: flo
         "n_features": int(X.shape[1]),
         "time_s": time.perf_counter() - t0,
         "time_before_resume_s": saved["elapsed"] if saved is not None else 0.0,
-        "n_resumes": tr.n_resumes,
-        "n_solver_steps": tr.n_steps,
-        "n_rhs": tr.n_rhs,
-        "n_singular": tr.n_singular,
-        "n_lstsq": tr.n_lstsq,
-        "n_failed_warm_starts": tr.n_failed_warm_starts,
+        "n_resumes": st.n_resumes,
+        "n_solver_steps": st.n_steps,
+        "n_rhs": st.n_rhs,
+        "n_singular": st.n_singular,
+        "n_lstsq": st.n_lstsq,
+        "n_failed_warm_starts": st.n_failed_warm_starts,
         "ode_method": opts.method,
-        "n_stiff_switches": tr.n_stiff_switches,
-        "n_compiled_calls": tr.n_compiled_calls,
-        "n_compiled_events": tr.n_compiled_events,
-        "n_compiled_handbacks": tr.n_compiled_handbacks,
-        "n_retaken_steps": tr.n_retaken_steps,
-        "n_acs_skips": tr.n_acs_skips,
-        "n_acs_skipped": tr.n_acs_skipped,
-        "n_polish_cycles": tr.n_polish_cycles,
-        "start_lam": float(tr.start_lam) if np.isfinite(tr.start_lam) else lam_min,
-        "n_degenerate_acs": tr.n_degenerate_acs,
-        "degenerate_reason": tr.degenerate_reason,
-        "degenerate_gaps": [list(g) for g in tr.degenerate_gaps],
+        "n_stiff_switches": st.n_stiff_switches,
+        "n_compiled_calls": st.n_compiled_calls,
+        "n_compiled_events": st.n_compiled_events,
+        "n_compiled_handbacks": st.n_compiled_handbacks,
+        "n_retaken_steps": st.n_retaken_steps,
+        "n_acs_skips": st.n_acs_skips,
+        "n_acs_skipped": st.n_acs_skipped,
+        "n_polish_cycles": st.n_polish_cycles,
+        "start_lam": float(st.start_lam) if np.isfinite(st.start_lam) else lam_min,
+        "n_degenerate_acs": st.n_degenerate_acs,
+        "degenerate_reason": st.degenerate_reason,
+        "degenerate_gaps": [list(g) for g in st.degenerate_gaps],
     }
     meta.update(system.info())
-    if tr.n_lstsq > max(opts.lstsq_warn_min, opts.lstsq_warn_share * tr.n_rhs):
+    if st.n_lstsq > max(opts.lstsq_warn_min, opts.lstsq_warn_share * st.n_rhs):
         # J singular on most of the path: a degenerate point (w = 0 at a huge |b|) or duplicated data
-        warnings.warn(f"GAGA: {tr.n_lstsq} of {tr.n_rhs} right-hand sides solved by least squares (J singular; "
+        warnings.warn(f"GAGA: {st.n_lstsq} of {st.n_rhs} right-hand sides solved by least squares (J singular; "
                       "meta['n_lstsq'])", RuntimeWarning, stacklevel=3)
     return meta
 

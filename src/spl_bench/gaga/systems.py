@@ -1,26 +1,21 @@
 """The path system of a model x SP-regularizer pair (GAGA eq. (5)): :func:`make_system`.
 
-The systems live in their own modules: the interface and the SP weights in
-:mod:`~spl_bench.gaga.core.system_base`, the GLM models in :mod:`~spl_bench.gaga.glm.glm_system`, the
-kernel-SVM dual in :mod:`~spl_bench.gaga.svm.svm_system`.  The names are re-exported here.
+The systems live in their own modules, imported from there: the interface and the SP weights in
+:mod:`~spl_bench.gaga.core.system_base`, the GLM models in :mod:`~spl_bench.gaga.glm.glm_system`,
+the kernel-SVM dual in :mod:`~spl_bench.gaga.svm.svm_system`.
 """
 
 from __future__ import annotations
 
 from spl_bench.errors import ConfigError
-from spl_bench.gaga.core.system_base import SAMPLE_SETS, Array, PathSystem, sp_v, sp_weights
+from spl_bench.gaga.core.system_base import Array, PathSystem
 from spl_bench.gaga.glm.glm_system import GLMSystem
-from spl_bench.gaga.glm.inner import weighted_lasso
-from spl_bench.gaga.svm.inner import WeightedSVMDual, canonical_duplicates
-from spl_bench.gaga.svm.svm_system import SVM_SETS, SVMSystem, svm_kkt
+from spl_bench.gaga.svm.svm_system import SVMSystem
 from spl_bench.models import Model
 from spl_bench.models.svm import SVMModel
 from spl_bench.sp import SPRegularizer
 
-__all__ = [
-    "SAMPLE_SETS", "SVM_SETS", "GLMSystem", "PathSystem", "SVMSystem", "WeightedSVMDual",
-    "canonical_duplicates", "make_system", "sp_v", "sp_weights", "svm_kkt", "weighted_lasso",
-]
+__all__ = ["make_system"]
 
 
 def make_system(model: Model, sp: SPRegularizer, X: Array, y: Array) -> PathSystem:

@@ -37,7 +37,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from spl_bench.errors import ConfigError
-from spl_bench.gaga.core.tracker import ColumnGroups
+from spl_bench.gaga.core.columns import ColumnGroups
 from spl_bench.gaga.glm.glm_system import GLMDesign
 from spl_bench.gaga.glm.inner import weighted_lasso
 from spl_bench.gaga.svm.acs_skip import svm_jump, svm_state

@@ -29,8 +29,9 @@ import numpy as np
 
 from spl_bench.gaga.core.path import _jsonable
 
-#: bumped when the tracker's state changes shape: older checkpoints are then ignored
-FORMAT = 1
+#: bumped when the tracker's state changes shape: older checkpoints are then ignored (2: the tracker's
+#: mixins became collaborators on one ``TrackState``, issue 61)
+FORMAT = 2
 #: engine options added after checkpoints were written, with the value that computes what the engine
 #: computed before them: in the key only at another value, so that those checkpoints resume with it
 KEY_ONLY_WHEN_SET = {"acs_warm_extrapolate": False}

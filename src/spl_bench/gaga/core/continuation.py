@@ -6,7 +6,7 @@ to follow it.  Here the equation itself is followed instead, as continuation met
 
 * **predictor**: the tangent step ``theta + h theta'(lam)`` (Euler on the ODE);
 * **corrector**: Newton on ``F(., lam + h) = 0`` from the prediction, chord iterations with the
-  factor of ``J_theta`` at the step start first (``_Tracker.newton``), so the end point is a
+  factor of ``J_theta`` at the step start first (``PathEquation.newton``), so the end point is a
   point of the path to the Newton tolerance, not an ODE approximation of one;
 * **one factorisation per step**, at the accepted end: it gives the tangent there (the next
   predictor and the end derivative of the step's interpolant) and the sign of ``det J``
@@ -21,7 +21,7 @@ to follow it.  Here the equation itself is followed instead, as continuation met
 An explicit Runge–Kutta step costs six factorisations (one per stage); this one costs one,
 plus residual evaluations.  Where the corrector fails even on short steps (the branch ends:
 a fold), the step ends at the unprojected prediction, as an ODE step would, and the
-tracker's own retake / fold handling decides.
+tracker's own retake / fold handling (:class:`~spl_bench.gaga.core.stepping.Stepper`) decides.
 """
 
 from __future__ import annotations
@@ -31,6 +31,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 from scipy.integrate import DenseOutput, OdeSolver
+
+from spl_bench.gaga.core.equation import PathEquation
+from spl_bench.gaga.core.options import EngineOptions
 
 Array = NDArray[np.float64]
 
@@ -66,21 +69,23 @@ def hermite_mid(y0: Array, y1: Array, f0: Array, f1: Array, h: float) -> Array:
 
 
 class PredictorCorrector(OdeSolver):
-    """scipy's :class:`~scipy.integrate.OdeSolver` interface over a tracker's path equation.
+    """scipy's :class:`~scipy.integrate.OdeSolver` interface over the tracker's path equation.
 
-    ``tracker`` gives ``rhs(lam, ext)`` (the tangent, factorising ``J_theta`` there and keeping
-    the factor as ``last_factor``), ``newton(theta, lam, chord=)`` (the projection onto
-    ``F = 0``: point and relative residual) and ``o`` (``newton_tol``, ``dense_tol``).  The
-    state ``ext`` is ``theta`` with a trailing 0, as the ODE route's.
+    ``equation`` (:class:`~spl_bench.gaga.core.equation.PathEquation`) gives ``rhs(lam, ext)`` (the
+    tangent, factorising ``J_theta`` there and keeping the factor as ``last_factor``) and
+    ``newton(theta, lam, chord=)`` (the projection onto ``F = 0``: point and relative residual);
+    ``opts`` the tolerances (``newton_tol``, ``dense_tol``).  The state ``ext`` is ``theta`` with a
+    trailing 0, as the ODE route's.
     """
 
-    def __init__(self, tracker: Any, t0: float, y0: Array, t_bound: float, max_step: float,
-                 first_step: float | None = None) -> None:
-        super().__init__(tracker.rhs, t0, y0, t_bound, vectorized=False)
-        self.tr = tracker
+    def __init__(self, equation: PathEquation, opts: EngineOptions, t0: float, y0: Array, t_bound: float,
+                 max_step: float, first_step: float | None = None) -> None:
+        super().__init__(equation.rhs, t0, y0, t_bound, vectorized=False)
+        self.equation = equation
+        self.o = opts
         self.max_step = float(max_step)
-        self.f = self.fun(self.t, self.y)  # the tangent at the start (memoised by the tracker)
-        self.chord = tracker.last_factor
+        self.f = self.fun(self.t, self.y)  # the tangent at the start (memoised by the path equation)
+        self.chord = equation.last_factor
         span = abs(t_bound - t0)
         self.h_next = min(float(first_step) if first_step else 0.01 * span, self.max_step, span)
         self.y_old: Array | None = None
@@ -88,11 +93,11 @@ class PredictorCorrector(OdeSolver):
         self.n_rejected = 0
 
     def _project(self, y: Array, t: float) -> tuple[Array, float]:
-        theta, res = self.tr.newton(y[:-1].copy(), t, chord=self.chord)
+        theta, res = self.equation.newton(y[:-1].copy(), t, chord=self.chord)
         return np.append(theta, 0.0), res
 
     def _step_impl(self) -> tuple[bool, str | None]:
-        o = self.tr.o
+        o = self.o
         t, y, f = self.t, self.y, self.f
         h = min(self.h_next, self.max_step)
         ok_res = 1e3 * o.newton_tol
@@ -130,7 +135,7 @@ class PredictorCorrector(OdeSolver):
     def _accept(self, t1: float, y1: Array, f1: Array, h_next: float) -> None:
         self.t_old, self.y_old, self.f_old = self.t, self.y, self.f
         self.t, self.y, self.f = t1, y1, f1
-        self.chord = self.tr.last_factor
+        self.chord = self.equation.last_factor
         self.h_next = h_next
 
     def _dense_output_impl(self) -> HermiteOutput:

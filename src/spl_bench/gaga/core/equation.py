@@ -1,8 +1,11 @@
 """The path equation at one point: the tangent, the event functions and the projection onto ``F = 0``.
 
-:class:`_PathEquation` is a mixin of :class:`~spl_bench.gaga.core.tracker._Tracker`; every other
-part of the tracker (stepping, event location, critical points, warm starts) and the
-predictor-corrector stepper (:mod:`~spl_bench.gaga.core.continuation`) stand on its three methods.
+:class:`PathEquation` is the tracker's collaborator that every other one stands on: stepping,
+event location, critical points, warm starts, the recorded points
+(:mod:`~spl_bench.gaga.core.stepping`, :mod:`~spl_bench.gaga.core.events`,
+:mod:`~spl_bench.gaga.core.critical`, :mod:`~spl_bench.gaga.core.warm`,
+:mod:`~spl_bench.gaga.core.record`) and the predictor-corrector stepper
+(:mod:`~spl_bench.gaga.core.continuation`) use its three methods.  It calls no other collaborator.
 """
 
 from __future__ import annotations
@@ -11,35 +14,45 @@ import numpy as np
 from numpy.typing import NDArray
 
 from spl_bench.gaga.core.factors import AnyFactor
+from spl_bench.gaga.core.state import TrackState
 
 Array = NDArray[np.float64]
 
 
-class _PathEquation:
-    """``rhs`` (the tangent), ``event_values`` and ``newton`` of the tracker's system.
+class PathEquation:
+    """``rhs`` (the tangent), ``event_values`` and ``newton`` of the state's system.
 
-    Uses the tracker's ``sys`` (the :class:`~spl_bench.gaga.core.system_base.PathSystem`), ``o``
-    (the :class:`~spl_bench.gaga.core.options.EngineOptions`), its counters ``n_rhs``,
-    ``n_singular``, ``n_lstsq`` and its memos (``_rhs_memo``, ``_events_memo``, ``last_factor``,
-    ``last_sign``), all set by ``_Tracker.__init__``.
+    Uses the state's ``sys`` (the :class:`~spl_bench.gaga.core.system_base.PathSystem`) and ``o``
+    (the :class:`~spl_bench.gaga.core.options.EngineOptions`) and counts into its ``n_rhs``,
+    ``n_singular``, ``n_lstsq``; keeps the factor of the latest ``rhs`` evaluation
+    (``last_factor``, ``last_sign``) and its memos.
     """
+
+    def __init__(self, state: TrackState) -> None:
+        self.state = state
+        self.last_factor: AnyFactor | None = None  # factorised J of the latest rhs evaluation
+        self.last_sign = 0.0  # its sign of det J
+        # ((lam, sets version), theta, rhs) of the latest rhs evaluation
+        self._rhs_memo: tuple[tuple[float, int], Array, Array] | None = None
+        self._events_memo: list[tuple[tuple[float, int], Array, Array]] = []
 
     def rhs(self, lam: float, ext: Array) -> Array:
         """The path ODE at ``(lam, ext)``: ``(dtheta/dlam, 0)`` with ``dtheta/dlam = -J_theta^{-1} J_lam``
         (Theorem 3; ``ext`` is ``theta`` with a trailing 0).  Keeps the factor of ``J_theta`` and its
         sign of ``det J`` (``last_factor``, ``last_sign``); the latest point is memoised."""
+        st = self.state
         theta = ext[:-1]
         memo = self._rhs_memo
-        if memo is not None and memo[0] == (lam, self.sys.version) and np.array_equal(memo[1], theta):
+        if memo is not None and memo[0] == (lam, st.sys.version) and np.array_equal(memo[1], theta):
             return memo[2].copy()  # the same point again (recorded, then continued from)
-        self.n_rhs += 1
-        f, Jl = self.sys.factor(theta, lam)
+        st.n_rhs += 1
+        f, Jl = st.sys.factor(theta, lam)
         self.last_factor, self.last_sign = f, f.sign
         if f.singular:
-            self.n_singular += 1
-            self.n_lstsq += int(f.least_squares)
+            st.n_singular += 1
+            st.n_lstsq += int(f.least_squares)
         out = np.append(f.solve(-Jl), 0.0)
-        self._rhs_memo = ((lam, self.sys.version), theta.copy(), out.copy())
+        self._rhs_memo = ((lam, st.sys.version), theta.copy(), out.copy())
         return out
 
     def event_values(self, theta: Array, lam: float) -> Array:
@@ -48,11 +61,12 @@ class _PathEquation:
         The continuation check of a critical point and the first-step prediction of the
         next segment evaluate the same two points.
         """
-        key = (lam, self.sys.version)
+        sysm = self.state.sys
+        key = (lam, sysm.version)
         for k, th, h in self._events_memo:
             if k == key and np.array_equal(th, theta):
                 return h
-        h = self.sys.events(theta, lam)
+        h = sysm.events(theta, lam)
         self._events_memo = [(key, theta.copy(), h), *self._events_memo[:1]]
         return h
 
@@ -67,30 +81,31 @@ class _PathEquation:
         (a trial polish: such sets are not those of a followable partial optimum, and the
         least-squares solves of a large singular system cost more than the rest of the trial).
         """
-        scale = self.sys.residual_scale()
-        F = self.sys.residual(theta, lam)
+        sysm, tol = self.state.sys, self.state.o.newton_tol
+        scale = sysm.residual_scale()
+        F = sysm.residual(theta, lam)
         res = float(np.abs(F).max(initial=0.0)) / scale
         if chord is not None and chord.n == theta.shape[0]:
             for _ in range(6):
-                if res <= self.o.newton_tol:
+                if res <= tol:
                     return theta, res
                 theta_new = theta - chord.solve(F)
-                F_new = self.sys.residual(theta_new, lam)
+                F_new = sysm.residual(theta_new, lam)
                 res_new = float(np.abs(F_new).max(initial=0.0)) / scale
                 if not res_new <= 0.5 * res:
                     break
                 theta, F, res = theta_new, F_new, res_new
         for _ in range(max_iter):
-            if res <= self.o.newton_tol:
+            if res <= tol:
                 break
-            fac = self.sys.factor(theta, lam)[0]
+            fac = sysm.factor(theta, lam)[0]
             if stop_singular and fac.least_squares:
                 return theta, np.inf
             step = fac.solve(F)
             t = 1.0
             for _ in range(12):  # backtracking on the residual
                 theta_new = theta - t * step
-                F_new = self.sys.residual(theta_new, lam)
+                F_new = sysm.residual(theta_new, lam)
                 res_new = float(np.abs(F_new).max(initial=0.0)) / scale
                 if not np.isfinite(res_new):
                     res_new = np.inf

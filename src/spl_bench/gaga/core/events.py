@@ -1,11 +1,12 @@
 """Where the index sets stop holding: the first crossing of an event function inside a solver step.
 
-:class:`_Events` is a mixin of :class:`~spl_bench.gaga.core.tracker._Tracker`: the crossings at a
-step's end and inside it (:meth:`~_Events.crossings`), the age of the first one on the
-Newton-projected path (:meth:`~_Events.first_crossing`, :meth:`~_Events.locate`, by
-:func:`illinois`), and the first step of a segment, a little past the first predicted event
-(:meth:`~_Events.first_step`).  What happens at a located critical point is in
-:mod:`~spl_bench.gaga.core.critical`.
+:class:`EventLocator` is a collaborator of :class:`~spl_bench.gaga.core.tracker._Tracker` on its
+:class:`~spl_bench.gaga.core.state.TrackState`: the crossings at a step's end and inside it
+(:meth:`~EventLocator.crossings`), the age of the first one on the Newton-projected path
+(:meth:`~EventLocator.first_crossing`, :meth:`~EventLocator.locate`, by :func:`illinois`), and the
+first step of a segment, a little past the first predicted event (:meth:`~EventLocator.first_step`).
+It calls only the path equation (:class:`~spl_bench.gaga.core.equation.PathEquation`).  What
+happens at a located critical point is in :mod:`~spl_bench.gaga.core.critical`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 from scipy.optimize import brentq
+
+from spl_bench.gaga.core.equation import PathEquation
+from spl_bench.gaga.core.state import TrackState
 
 Array = NDArray[np.float64]
 
@@ -53,9 +57,13 @@ def illinois(f: Any, a: float, fa: float, b: float, fb: float, ftol: float, xtol
     return float(b)
 
 
-class _Events:
-    """Event location on a solver step's dense output (the tracker's ``sys``, ``o``, ``newton``,
-    ``event_values``)."""
+class EventLocator:
+    """Event location on a solver step's dense output (the state's ``sys`` and ``o``; the path
+    equation's ``newton`` and ``event_values``)."""
+
+    def __init__(self, state: TrackState, equation: PathEquation) -> None:
+        self.state = state
+        self.equation = equation
 
     def first_step(self, theta: Array, d: Array, lam: float, lam_max: float) -> float | None:
         """Initial step of a segment: a little past the first event predicted along ``d``.
@@ -65,10 +73,10 @@ class _Events:
         are often much closer together than ``max_step``.  Overshooting is harmless: a crossing
         inside the step is located on its dense output.
         """
-        self.settle_sets(lam, d)  # (core/critical.py: sets a warm start changed without an event)
+        event_values = self.equation.event_values
         eps = 1e-7 * max(1.0, lam)
-        h0 = self.event_values(theta, lam)
-        h1 = self.event_values(theta + eps * d, lam + eps)
+        h0 = event_values(theta, lam)
+        h1 = event_values(theta + eps * d, lam + eps)
         with np.errstate(all="ignore"):
             slope = (h1 - h0) / eps
             ok = np.isfinite(h0) & np.isfinite(slope) & (slope < 0)
@@ -76,7 +84,7 @@ class _Events:
         if dt.size == 0:
             return None
         step = 1.5 * float(dt.min())
-        return float(min(max(step, 1e-9 * max(1.0, lam)), self.o.max_step, lam_max - lam))
+        return float(min(max(step, 1e-9 * max(1.0, lam)), self.state.o.max_step, lam_max - lam))
 
     def crossings(self, theta1: Array, t_prev: float, t1: float, dense: Any) -> tuple[NDArray[np.intp], float, Array]:
         """Event functions violated at the step ``(t_prev, t1]``: ``(indices, age, projected point)``.
@@ -86,15 +94,15 @@ class _Events:
         inside one long step: the first interior point where a violation is confirmed on the
         projected point replaces the end.  No indices: the step end, unchanged.
         """
-        o, sysm = self.o, self.sys
-        h = self.event_values(theta1, t1)
+        o, sysm, eq = self.state.o, self.state.sys, self.equation
+        h = eq.event_values(theta1, t1)
         bad = np.flatnonzero(h < -o.event_tol * sysm.event_scale(t1))
         s_in = t_prev + (t1 - t_prev) * INTERIOR
         h_in = sysm.events_many(dense(s_in)[:-1].T, s_in)
         for s, hs in zip(s_in, h_in, strict=True):
             if np.any(hs < -o.event_tol * sysm.event_scale(s)):  # confirm on the projected point
-                ths, _ = self.newton(dense(s)[:-1], s)
-                bs = np.flatnonzero(self.event_values(ths, s) < -o.event_tol * sysm.event_scale(s))
+                ths, _ = eq.newton(dense(s)[:-1], s)
+                bs = np.flatnonzero(eq.event_values(ths, s) < -o.event_tol * sysm.event_scale(s))
                 if bs.size:
                     return bs, float(s), ths
         return bad, t1, theta1
@@ -107,7 +115,7 @@ class _Events:
         iterations with the factor at the violating point first), is located by :meth:`locate`;
         ``t_prev`` (the step start, whose projected point is ``theta_prev``) if it is negative there.
         """
-        o, sysm = self.o, self.sys
+        o, sysm, newton = self.state.o, self.state.sys, self.equation.newton
         chord = sysm.factor(theta_end, t_end)[0]
         # age -> (H, projected point); the step start's projected point is known
         hs0 = sysm.events(theta_prev, t_prev, crossed) + o.event_tol * sysm.event_scale(t_prev, crossed)
@@ -116,7 +124,7 @@ class _Events:
         def H(s: float) -> float:
             """Smallest crossed event function on the Newton-projected path at ``s``."""
             if s not in memo:
-                th, _ = self.newton(dense(s)[:-1], s, chord=chord)
+                th, _ = newton(dense(s)[:-1], s, chord=chord)
                 hs = sysm.events(th, s, crossed)
                 memo[s] = (float(np.min(hs + o.event_tol * sysm.event_scale(s, crossed))), th)
             return memo[s][0]
@@ -127,7 +135,7 @@ class _Events:
             t_star = self.locate(H, crossed, dense, t_prev, t_end)
         if t_star in memo:
             return t_star, memo[t_star][1]
-        return t_star, self.newton(dense(t_star)[:-1], t_star, chord=chord)[0]
+        return t_star, newton(dense(t_star)[:-1], t_star, chord=chord)[0]
 
     def locate(self, H: Any, crossed: NDArray[np.intp], dense: Any, a: float, b: float) -> float:
         """Age of the *first* crossing in ``(a, b)`` where ``H(a) >= 0 > H(b)``.
@@ -140,7 +148,7 @@ class _Events:
         until two points bracket the projected root, which regula falsi (Illinois)
         then finds.  Projected ``brentq`` is the fallback.
         """
-        sysm, tol = self.sys, self.o.event_tol
+        sysm, tol = self.state.sys, self.state.o.event_tol
         xtol = 1e-14 * max(1.0, b)
         tol_sc = tol * sysm.event_scale(b, crossed)  # the raw scan only seeds the projected search
 

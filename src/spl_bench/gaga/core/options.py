@@ -55,7 +55,7 @@ class EngineOptions:
     svm_active_set: bool = True
     # warm starts: where the ACS map is affine while the sets hold (SVM with the linear or hard
     # SP), creeping iterations are skipped by extrapolating its dominant mode up to just before
-    # the first set change (Tracker.acs_skip_ahead); False: every ACS iteration is computed
+    # the first set change (WarmStarts.acs_skip_ahead); False: every ACS iteration is computed
     acs_skip: bool = True
     # trial polishes of warm starts give up once the re-assignment of the sets returns to a set
     # assignment it has had (it cycles, typically A -> B -> A); False: every trial runs all its rounds

@@ -1,4 +1,4 @@
-"""Compiled ``S^T diag(D) S`` for a sparse ``S`` (:meth:`spl_bench.gaga.core.linalg.RankOnePlusSparse.weighted_gram`).
+"""Compiled ``S^T diag(D) S`` for a sparse ``S`` (:meth:`spl_bench.gaga.core.gram.RankOnePlusSparse.weighted_gram`).
 
 Column ``j`` of the upper triangle is ``sum_i D_i S_ij S_i,[j:]`` over the rows ``i`` with an
 entry in column ``j``: the rows' entries from column ``j`` on are added into one dense buffer

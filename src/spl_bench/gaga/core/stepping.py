@@ -1,18 +1,22 @@
 """Following the path with fixed index sets: one segment, from a critical point to the next.
 
-:class:`_Stepping` is a mixin of :class:`~spl_bench.gaga.core.tracker._Tracker`.  A segment is
-taken by the compiled follower where the system has one (``EngineOptions.method="compiled"``,
-:meth:`~_Stepping.compiled_segment`) or step by step by a scipy ODE solver or the
-predictor-corrector stepper (:meth:`~_Stepping.ode_segment`, :meth:`~_Stepping.solver`): every
-step end is projected onto ``F = 0``, checked for crossings (:mod:`~spl_bench.gaga.core.events`)
-and recorded, with points inside the step where the Hermite interpolant of the recorded points
-would be inaccurate (:meth:`~_Stepping.fill`).  The segment ends at a critical point
-(:mod:`~spl_bench.gaga.core.critical`), at a fold, or at ``lam_max``.
+:class:`Stepper` is a collaborator of :class:`~spl_bench.gaga.core.tracker._Tracker` on its
+:class:`~spl_bench.gaga.core.state.TrackState`.  A segment is taken by the compiled follower where
+the system has one (``EngineOptions.method="compiled"``, :meth:`~Stepper.compiled_segment`) or step
+by step by a scipy ODE solver or the predictor-corrector stepper (:meth:`~Stepper.ode_segment`,
+:meth:`~Stepper.solver`): every step end is projected onto ``F = 0``
+(:class:`~spl_bench.gaga.core.equation.PathEquation`), checked for crossings
+(:class:`~spl_bench.gaga.core.events.EventLocator`) and recorded
+(:class:`~spl_bench.gaga.core.record.Recorder`), with points inside the step where the Hermite
+interpolant of the recorded points would be inaccurate (:meth:`~Stepper.fill`).  The segment ends
+at a critical point or a fold (:class:`~spl_bench.gaga.core.critical.CriticalPoints`), or at
+``lam_max``.
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -20,7 +24,12 @@ from numpy.typing import NDArray
 from scipy.integrate import LSODA, OdeSolver
 
 from spl_bench.gaga.core.continuation import PredictorCorrector
+from spl_bench.gaga.core.critical import CriticalPoints
+from spl_bench.gaga.core.equation import PathEquation
+from spl_bench.gaga.core.events import EventLocator
 from spl_bench.gaga.core.options import AUTO_ROUTES, COMPILED_ROUTES, ODE_SOLVERS, stepper_name
+from spl_bench.gaga.core.record import Recorder
+from spl_bench.gaga.core.state import TrackState
 from spl_bench.gaga.core.system_base import EVENT, FULL, REACHED, CompiledRun
 
 Array = NDArray[np.float64]
@@ -32,16 +41,28 @@ MAX_RETAKES = 4
 COMPILED_CAP = 256
 
 
-class _Stepping:
-    """Segments of the path (the tracker's ``sys``, ``o``, ``rhs``, ``newton``, the event location and
-    critical points of the other mixins, ``record``, ``_append``, ``report`` and its counters)."""
+class Stepper:
+    """Segments of the path: the state (system, options, recorded points, counters), the path
+    equation (``rhs``, ``newton``, ``last_factor``, ``last_sign``), the recorder, the event locator
+    (``first_step``, ``crossings``, ``first_crossing``), the critical points (``event``, ``jump``,
+    ``fold``, ``settle_sets``) and ``report`` (the tracker's progress report: ``report(lam)``)."""
+
+    def __init__(self, state: TrackState, equation: PathEquation, recorder: Recorder, locator: EventLocator,
+                 critical: CriticalPoints, report: Callable[[float], None]) -> None:
+        self.state = state
+        self.equation = equation
+        self.recorder = recorder
+        self.locator = locator
+        self.critical = critical
+        self.report = report
 
     def segment(self, lam0: float, lam_max: float) -> float:
         """Follow the path from ``lam0`` with fixed sets until an event; return the new age."""
-        o = self.o
+        st = self.state
+        o = st.o
         if o.method in COMPILED_ROUTES:
-            run = self.sys.compiled_follow(lam0, lam_max, o, COMPILED_CAP, o.max_events - len(self.events),
-                                           self.last_event)
+            run = st.sys.compiled_follow(lam0, lam_max, o, COMPILED_CAP, o.max_events - len(st.events),
+                                         st.last_event)
             if run is not None:
                 return self.compiled_segment(run, lam_max)
         return self.ode_segment(lam0, lam_max)
@@ -49,60 +70,63 @@ class _Stepping:
     def compiled_segment(self, run: CompiledRun, lam_max: float) -> float:
         """Take over what the compiled follower did (:meth:`PathSystem.compiled_follow`).
 
-        Its records and its turning points go into the path as this tracker's own would; a
-        critical point it leaves (a jump: the continuation check fails) goes to :meth:`event`;
-        where it gives up (singular ``J``, corrector failure, a fold), the ODE route continues
-        the segment from its last accepted step.
+        Its records and its turning points go into the path as the tracker's own would; a
+        critical point it leaves (a jump: the continuation check fails) goes to
+        :meth:`CriticalPoints.event`; where it gives up (singular ``J``, corrector failure, a
+        fold), the ODE route continues the segment from its last accepted step.
         """
-        seg0 = self.seg
-        self.n_compiled_calls += 1
-        self.n_compiled_events += len(run.events)
-        self.n_rhs += int(run.counts[0])
-        self.n_steps += int(run.counts[2])
+        st = self.state
+        seg0 = st.seg
+        st.n_compiled_calls += 1
+        st.n_compiled_events += len(run.events)
+        st.n_rhs += int(run.counts[0])
+        st.n_steps += int(run.counts[2])
         for lam, vec, b, dvec, db, offset, kind in run.records:
-            self.seg = seg0 + offset
-            self._append(lam, vec, b, dvec, db, kind)
+            st.seg = seg0 + offset
+            st.append(lam, vec, b, dvec, db, kind)
         for ev in run.events:
-            self.events.append(ev)
-            self.n_restarts += ev["kind"] == "jump"
-        self.seg = seg0 + len(run.events)
+            st.events.append(ev)
+            st.n_restarts += ev["kind"] == "jump"
+        st.seg = seg0 + len(run.events)
         if len(run.events) >= 2:  # the tracker's repeat count, as if it had seen each of them
-            self.last_event, self.repeats = run.events[-2]["lam"], 0
+            st.last_event, st.repeats = run.events[-2]["lam"], 0
         self.report(run.t_end)
         if run.status == EVENT:
-            return self.event(run.t_end, lam_max, run.crossed)
+            return self.critical.event(run.t_end, lam_max, run.crossed)
         if run.status == REACHED:
             return lam_max
         if run.status == FULL:
             return run.t_end
-        self.n_compiled_handbacks += 1
+        st.n_compiled_handbacks += 1
         return self.ode_segment(run.t_end, lam_max)
 
     def ode_segment(self, lam0: float, lam_max: float) -> float:
         """:meth:`segment` step by step (:func:`~spl_bench.gaga.core.options.stepper_name`: ``auto`` for
         ``compiled`` and ``fastest``)."""
-        o = self.o
-        sysm = self.sys
+        st, eq, crit = self.state, self.equation, self.critical
+        o, sysm = st.o, st.sys
         theta0 = sysm.theta()
-        d0 = self.rhs(lam0, np.append(theta0, 0.0))[:-1]
-        sign0 = self.last_sign
+        d0 = eq.rhs(lam0, np.append(theta0, 0.0))[:-1]
+        sign0 = eq.last_sign
         auto = o.method in AUTO_ROUTES
         name = stepper_name(o.method)
-        solver = self.solver(name, lam0, theta0, lam_max, o.max_step, self.first_step(theta0, d0, lam0, lam_max))
+        crit.settle_sets(lam0, d0)  # sets a warm start changed without an event of their own
+        first = self.locator.first_step(theta0, d0, lam0, lam_max)
+        solver = self.solver(name, lam0, theta0, lam_max, o.max_step, first)
         t_prev, theta_prev = lam0, theta0  # the step start and its projected point
         n_seg_steps = retakes = 0
         while True:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 msg = solver.step()
-            self.n_steps += 1
+            st.n_steps += 1
             if solver.status == "failed":
-                return self.jump(t_prev, [], f"solver failed: {msg}")
+                return crit.jump(t_prev, [], f"solver failed: {msg}")
             t1, y1 = float(solver.t), solver.y
             # crossings are judged on the Newton-projected step end, not on the raw ODE state
             # (whose error can hide or invent a crossing when steps are long)
             # (chord iteration with the solver's latest Jacobian first: it is from inside this step)
-            theta1, res1 = self.newton(y1[:-1].copy(), t1, chord=self.last_factor)
+            theta1, res1 = eq.newton(y1[:-1].copy(), t1, chord=eq.last_factor)
             h_step = t1 - t_prev
             if res1 > 1e3 * o.newton_tol and h_step > 1e-9 * max(1.0, t1) and retakes < MAX_RETAKES:
                 # no partial optimum at t1 with these sets: the step may have overshot a critical
@@ -111,22 +135,22 @@ class _Stepping:
                 # segment: a branch that ends right at a critical point is then handled from the
                 # events seen inside the step, or as a fold)
                 retakes += 1
-                self.n_retaken_steps += 1
+                st.n_retaken_steps += 1
                 solver = self.solver(name, t_prev, theta_prev, lam_max, 0.5 * h_step, 0.25 * h_step)
                 continue
             dense = solver.dense_output()
-            bad, t_end, theta_end = self.crossings(theta1, t_prev, t1, dense)
+            bad, t_end, theta_end = self.locator.crossings(theta1, t_prev, t1, dense)
             if bad.size:
                 return self.critical_point(bad, dense, t_prev, theta_prev, t_end, theta_end, sign0, lam_max)
             if res1 > 1e3 * o.newton_tol:  # no partial optimum at t1: the path ends (a fold)
-                return self.fold(t_prev, t1, dense, sign0, "the projection fails (fold of the path)")
+                return crit.fold(t_prev, t1, dense, sign0, "the projection fails (fold of the path)")
             # regular step: record the Newton-projected point (and enough points inside for at())
             sysm.set_theta(theta1)
             self.fill(t1, dense)
-            self.record(t1)
+            self.recorder.record(t1)
             self.report(t1)
-            if sign0 != 0 and self.last_sign != sign0 and self.last_sign != 0:
-                return self.fold(t_prev, t1, dense, sign0)
+            if sign0 != 0 and eq.last_sign != sign0 and eq.last_sign != 0:
+                return crit.fold(t_prev, t1, dense, sign0)
             if t1 - t_prev < 0.5 * o.max_step:  # a step limited by accuracy, not by max_step
                 n_seg_steps += 1
             t_prev, theta_prev = t1, theta1
@@ -136,23 +160,23 @@ class _Stepping:
                 # an explicit method taking this many short steps without reaching a critical
                 # point: the path ODE may be stiff here; LSODA (stiffness detection, BDF) goes on
                 name = "LSODA"
-                self.n_stiff_switches += 1
-                solver = LSODA(self.rhs, t1, np.append(theta1, 0.0), lam_max, rtol=o.rtol, atol=o.atol,
+                st.n_stiff_switches += 1
+                solver = LSODA(eq.rhs, t1, np.append(theta1, 0.0), lam_max, rtol=o.rtol, atol=o.atol,
                                max_step=o.max_step)
 
     def critical_point(self, crossed: NDArray[np.intp], dense: Any, t_prev: float, theta_prev: Array,
                        t_end: float, theta_end: Array, sign0: float, lam_max: float) -> float:
         """The step from ``t_prev`` crossed event functions (``crossed``, violated at ``t_end``): the
-        first crossing (:meth:`first_crossing`) ends the segment, as a critical point
-        (:meth:`event`, after :meth:`fill` up to it) or, if ``det J`` changed sign from ``sign0``
-        before it, as a fold (:meth:`fold`)."""
-        t_star, theta = self.first_crossing(crossed, dense, t_prev, theta_prev, t_end, theta_end)
-        self.sys.set_theta(theta)
-        self.rhs(t_star, np.append(theta, 0.0))
-        if sign0 != 0 and self.last_sign != sign0:
-            return self.fold(t_prev, t_star, dense, sign0)
+        first crossing (:meth:`EventLocator.first_crossing`) ends the segment, as a critical point
+        (:meth:`CriticalPoints.event`, after :meth:`fill` up to it) or, if ``det J`` changed sign
+        from ``sign0`` before it, as a fold (:meth:`CriticalPoints.fold`)."""
+        t_star, theta = self.locator.first_crossing(crossed, dense, t_prev, theta_prev, t_end, theta_end)
+        self.state.sys.set_theta(theta)
+        self.equation.rhs(t_star, np.append(theta, 0.0))
+        if sign0 != 0 and self.equation.last_sign != sign0:
+            return self.critical.fold(t_prev, t_star, dense, sign0)
         self.fill(t_star, dense)
-        return self.event(t_star, lam_max, crossed)
+        return self.critical.event(t_star, lam_max, crossed)
 
     def solver(self, name: str, t0: float, theta0: Array, lam_max: float, max_step: float,
                first_step: float | None) -> OdeSolver:
@@ -160,9 +184,9 @@ class _Stepping:
         predictor-corrector continuation of :mod:`spl_bench.gaga.core.continuation`."""
         y0 = np.append(theta0, 0.0)
         if name == "PC":
-            return PredictorCorrector(self, t0, y0, lam_max, max_step, first_step)
-        o = self.o
-        return ODE_SOLVERS[name](self.rhs, t0, y0, lam_max, rtol=o.rtol, atol=o.atol, max_step=max_step,
+            return PredictorCorrector(self.equation, self.state.o, t0, y0, lam_max, max_step, first_step)
+        o = self.state.o
+        return ODE_SOLVERS[name](self.equation.rhs, t0, y0, lam_max, rtol=o.rtol, atol=o.atol, max_step=max_step,
                                  first_step=first_step)
 
     def fill(self, t1: float, dense: Any) -> None:
@@ -176,14 +200,15 @@ class _Stepping:
         middle point is recorded and both halves are checked again (``dense_max_depth``
         levels).  The state at ``t1`` (current sets, the projected point) is restored.
         """
-        o = self.o
-        if not self.lams or self.segs[-1] != self.seg or not self.lams[-1] < t1:
+        st, eq = self.state, self.equation
+        o = st.o
+        if not st.lams or st.segs[-1] != st.seg or not st.lams[-1] < t1:
             return
-        sysm = self.sys
+        sysm = st.sys
         theta1 = sysm.theta()
-        d1 = self.rhs(t1, np.append(theta1, 0.0))[:-1]
+        d1 = eq.rhs(t1, np.append(theta1, 0.0))[:-1]
         end = (t1, theta1, *sysm.full_vector(), *sysm.full_derivative(d1))
-        start = (self.lams[-1], None, self.vecs[-1], self.bs[-1], self.dvecs[-1], self.dbs[-1])
+        start = (st.lams[-1], None, *st.last_point())
 
         def full(theta: Array) -> tuple[Array, float]:
             sysm.set_theta(theta)
@@ -199,7 +224,7 @@ class _Stepping:
             raw = dense(tm)[:-1]
             thm = res = None
             if o.dense_check == "projected":  # against the point of the path, not the solver's estimate
-                thm, res = self.newton(raw, tm, chord=self.last_factor)
+                thm, res = eq.newton(raw, tm, chord=eq.last_factor)
                 if res > 1e3 * o.newton_tol:  # leave it to the caller's checks
                     return
                 raw = thm
@@ -208,16 +233,16 @@ class _Stepping:
             if max(float(np.abs(herm - vm).max(initial=0.0)), abs(hb - bm)) <= o.dense_tol * scale:
                 return
             if thm is None:
-                thm, res = self.newton(raw, tm, chord=self.last_factor)
+                thm, res = eq.newton(raw, tm, chord=eq.last_factor)
             if res > 1e3 * o.newton_tol:  # leave it to the caller's checks
                 return
             sysm.set_theta(thm)
-            dm = self.rhs(tm, np.append(thm, 0.0))[:-1]
+            dm = eq.rhs(tm, np.append(thm, 0.0))[:-1]
             mid = (tm, thm, *sysm.full_vector(), *sysm.full_derivative(dm))
             if depth > 1:
                 check(a, mid, depth - 1)
             sysm.set_theta(thm)
-            self.record(tm, deriv=(mid[4], mid[5]))
+            self.recorder.record(tm, deriv=(mid[4], mid[5]))
             if depth > 1:
                 check(mid, b, depth - 1)
 

@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from spl_bench.gaga.core.linalg import AnyFactor, Factor
+from spl_bench.gaga.core.factors import AnyFactor, Factor
 from spl_bench.gaga.core.options import COMPILED_ROUTES
 from spl_bench.models import Model, Params
 from spl_bench.sp import EASY, HARD, MIXED, SPRegularizer

@@ -21,25 +21,31 @@ event functions; the engine
 Every recorded point is projected back onto ``F = 0`` by a few Newton steps,
 so the recorded path is exact to the Newton tolerance, not to the ODE tolerance.
 
-This module holds the tracker, :class:`_Tracker`: its state, the segment loop (:meth:`~_Tracker.start`,
-:meth:`~_Tracker.follow`), progress reports and the recorded points.  Its numerics are mixins, one
-module each:
+This module holds the tracker, :class:`_Tracker`: the segment loop (:meth:`~_Tracker.start`,
+:meth:`~_Tracker.follow`), progress reports and the path it returns.  Its state is one
+:class:`~spl_bench.gaga.core.state.TrackState` (inputs, recorded points, events, counters), shared
+by its collaborators, one module each; each receives the state and the collaborators it calls
+in its constructor:
 
-* :mod:`~spl_bench.gaga.core.equation`: the tangent ``rhs``, the event functions and the Newton
-  projection onto ``F = 0`` (``_PathEquation``);
-* :mod:`~spl_bench.gaga.core.stepping`: the segments, by the ODE solvers or the compiled
-  follower (``_Stepping``; step 2);
-* :mod:`~spl_bench.gaga.core.events`: the first crossing inside a step (``_Events``, ``illinois``;
-  step 3);
-* :mod:`~spl_bench.gaga.core.critical`: turning points, jump points and folds (``_CriticalPoints``);
-* :mod:`~spl_bench.gaga.core.warm`: ACS warm starts and the Newton polish (``_WarmStarts``,
-  ``acs_step``, ``spl_objective``; step 1 and every jump).
+* :class:`~spl_bench.gaga.core.equation.PathEquation` (``equation``): the tangent ``rhs``, the event
+  functions and the Newton projection onto ``F = 0``; calls no collaborator;
+* :class:`~spl_bench.gaga.core.record.Recorder` (``recorder``): the recorded points; calls the
+  equation;
+* :class:`~spl_bench.gaga.core.warm.WarmStarts` (``warm``): ACS warm starts and the Newton polish
+  (``acs_step``, ``spl_objective``; step 1 and every jump); calls the equation;
+* :class:`~spl_bench.gaga.core.critical.CriticalPoints` (``critical``): turning points, jump points
+  and folds; calls the equation, the recorder and the warm starts;
+* :class:`~spl_bench.gaga.core.events.EventLocator` (``locator``): the first crossing inside a step
+  (``illinois``; step 3); calls the equation;
+* :class:`~spl_bench.gaga.core.stepping.Stepper` (``stepper``): the segments, by the ODE solvers,
+  the predictor-corrector or the compiled follower (step 2); calls the equation, the recorder,
+  the locator, the critical points and the tracker's :meth:`~_Tracker.report`.
 
-The options are in :mod:`~spl_bench.gaga.core.options` (``EngineOptions``, ``ODE_METHODS``), the
-merged duplicate columns in :mod:`~spl_bench.gaga.core.columns` (``ColumnGroups``); their names,
-and those of the constants and functions of the modules above, are importable from here too.  The
-entry point :func:`~spl_bench.gaga.api.age_path` (and plain :func:`~spl_bench.gaga.api.acs`), which
-picks the model's system, is in :mod:`spl_bench.gaga.api`.
+The tracker calls the stepper, the warm starts and the recorder.  The options are in
+:mod:`~spl_bench.gaga.core.options` (``EngineOptions``, ``ODE_METHODS``), the merged duplicate
+columns in :mod:`~spl_bench.gaga.core.columns` (``ColumnGroups``).  The entry point
+:func:`~spl_bench.gaga.api.age_path` (and plain :func:`~spl_bench.gaga.api.acs`), which picks the
+model's system, is in :mod:`spl_bench.gaga.api`.
 """
 
 from __future__ import annotations
@@ -51,34 +57,20 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from spl_bench.gaga.core.columns import ColumnGroups
-from spl_bench.gaga.core.critical import _CriticalPoints
-from spl_bench.gaga.core.equation import _PathEquation
-from spl_bench.gaga.core.events import INTERIOR, _Events, illinois
-from spl_bench.gaga.core.factors import AnyFactor
-from spl_bench.gaga.core.options import _RUN_ONLY_OPTIONS, ODE_METHODS, ODE_SOLVERS, EngineOptions
+from spl_bench.gaga.core.critical import CriticalPoints
+from spl_bench.gaga.core.equation import PathEquation
+from spl_bench.gaga.core.events import EventLocator
+from spl_bench.gaga.core.options import EngineOptions
 from spl_bench.gaga.core.path import AgePath
-from spl_bench.gaga.core.stepping import COMPILED_CAP, MAX_RETAKES, _Stepping
+from spl_bench.gaga.core.record import Recorder
+from spl_bench.gaga.core.state import TrackState
+from spl_bench.gaga.core.stepping import Stepper
 from spl_bench.gaga.core.system_base import PathSystem
-from spl_bench.gaga.core.warm import _WarmStarts, acs_step, spl_objective
+from spl_bench.gaga.core.warm import WarmStarts
 from spl_bench.models import Model, Params
 from spl_bench.sp import SPRegularizer
 
-__all__ = [
-    "COMPILED_CAP",
-    "INTERIOR",
-    "MAX_RETAKES",
-    "ODE_METHODS",
-    "ODE_SOLVERS",
-    "PROGRESS_INTERVAL",
-    "_RUN_ONLY_OPTIONS",
-    "ColumnGroups",
-    "EngineOptions",
-    "_Tracker",
-    "acs_step",
-    "illinois",
-    "spl_objective",
-]
+__all__ = ["PROGRESS_INTERVAL", "_Tracker"]
 
 Array = NDArray[np.float64]
 
@@ -87,57 +79,23 @@ Array = NDArray[np.float64]
 PROGRESS_INTERVAL = 0.25
 
 
-class _Tracker(_Stepping, _CriticalPoints, _Events, _WarmStarts, _PathEquation):
-    """State of one path computation.
+class _Tracker:
+    """One path computation: its state, its collaborators, the segment loop and progress reports.
 
-    The segment loop, the recorded points and the progress reports are here; stepping, event
-    location, critical points, warm starts and the path equation come from the mixins (see the
-    module).  Its instances are pickled whole by the checkpoints (:mod:`~spl_bench.gaga.core.checkpoint`).
+    ``state`` holds what the path depends on and what it has recorded (the counters of its
+    ``meta`` too); the numerics are in the collaborators (see the module).  Its instances are
+    pickled whole by the checkpoints (:mod:`~spl_bench.gaga.core.checkpoint`).
     """
 
     def __init__(self, system: PathSystem, model: Model, sp: SPRegularizer, X: Array, y: Array,
                  opts: EngineOptions) -> None:
-        self.sys = system
-        self.model = model
-        self.sp = sp
-        self.X = X
-        self.y = y
-        self.o = opts
-        self.lams: list[float] = []
-        self.vecs: list[Array] = []
-        self.bs: list[float] = []
-        self.dvecs: list[Array] = []
-        self.dbs: list[float] = []
-        self.segs: list[int] = []
-        self.kinds: list[str] = []
-        self.events: list[dict[str, Any]] = []
-        self.seg = 0
-        self.n_restarts = 0
-        self.n_singular = 0  # right-hand sides with J singular (duplicated samples / columns included)
-        self.n_lstsq = 0  # of those, solved by the least-squares fallback (not by merging duplicates)
-        self.n_steps = 0
-        self.n_rhs = 0
-        self.n_failed_warm_starts = 0
-        self.n_stiff_switches = 0  # segments handed from RK45 to LSODA (method "auto")
-        self.n_compiled_calls = 0  # calls of the compiled follower (method "compiled")
-        self.n_compiled_events = 0  # critical points it handled
-        self.n_compiled_handbacks = 0  # segments it handed back to the ODE route
-        self.n_retaken_steps = 0  # steps retaken shorter: no partial optimum at their end
-        self.n_acs_skips = 0  # affine extrapolations in warm starts (acs_skip_ahead)
-        self.n_acs_skipped = 0  # ACS iterations they skipped (a jump to a piece's fixed point: not counted)
-        self.n_resumes = 0  # times the computation was resumed from a checkpoint (age_path)
-        self.n_degenerate_acs = 0  # ACS runs (start, scans, warm starts) that ended on a degenerate point
-        self.start_lam = np.nan  # the age the path starts at (lam_min unless a degenerate start moved it)
-        self.degenerate_reason = ""  # why the path is degenerate, when it is (one line)
-        # the segment loop's position (follow): age reached, latest event age, repeats at that age
-        self.lam = -np.inf
-        self.last_event = -np.inf
-        self.repeats = 0
-        self.last_factor: AnyFactor | None = None  # factorised J of the latest rhs evaluation
-        self.last_sign = 0.0  # its sign of det J
-        # ((lam, sets version), theta, rhs) of the latest rhs evaluation
-        self._rhs_memo: tuple[tuple[float, int], Array, Array] | None = None
-        self._events_memo: list[tuple[tuple[float, int], Array, Array]] = []
+        self.state = TrackState(system, model, sp, X, y, opts)
+        self.equation = PathEquation(self.state)
+        self.recorder = Recorder(self.state, self.equation)
+        self.warm = WarmStarts(self.state, self.equation)
+        self.critical = CriticalPoints(self.state, self.equation, self.recorder, self.warm)
+        self.locator = EventLocator(self.state, self.equation)
+        self.stepper = Stepper(self.state, self.equation, self.recorder, self.locator, self.critical, self.report)
         self.progress: Callable[[float, int], None] | None = None  # called with (age, events so far)
         self._progress_next = -np.inf  # time.monotonic() of the next progress call
         self._progress_lam = -np.inf  # the furthest age reported
@@ -150,47 +108,50 @@ class _Tracker(_Stepping, _CriticalPoints, _Events, _WarmStarts, _PathEquation):
         plain model's losses) ends on a degenerate partial optimum at ``lam_min`` (one class
         selected: :meth:`~spl_bench.models.base.Model.degenerate_selection`) and
         ``EngineOptions.degenerate_start`` is ``"advance"``, the path starts at the first age
-        up to ``lam_max`` where it does not (:meth:`first_proper_age`); ``meta["start_lam"]``.
+        up to ``lam_max`` where it does not (:meth:`WarmStarts.first_proper_age
+        <spl_bench.gaga.core.warm.WarmStarts.first_proper_age>`); ``meta["start_lam"]``.
         """
+        st, warm = self.state, self.warm
         if init is None:
-            init = self.sys.initial_fit()
+            init = st.sys.initial_fit()
         # the start is ACS's own partial optimum (a polish straight from the v = 1 fit can
         # land on another one): ACS first, Newton only once ACS contracts
-        self.warm_start(lam_min, init, polish_first=False)
+        warm.warm_start(lam_min, init, polish_first=False)
         lam0 = lam_min
-        if self.degenerate(lam_min):
-            self.n_degenerate_acs += 1
-            if self.o.degenerate_start == "advance" and lam_max is not None:
-                lam0 = self.first_proper_age(lam_min, lam_max, init)
-        self.start_lam = lam0
-        self.n_restarts = 0
-        self.record(lam0, "start")
-        self.lam = lam0
-        self.last_event = -np.inf
-        self.repeats = 0
+        if warm.degenerate(lam_min):
+            st.n_degenerate_acs += 1
+            if st.o.degenerate_start == "advance" and lam_max is not None:
+                lam0 = warm.first_proper_age(lam_min, lam_max, init)
+        st.start_lam = lam0
+        st.n_restarts = 0
+        self.recorder.record(lam0, "start")
+        st.lam = lam0
+        st.last_event = -np.inf
+        st.repeats = 0
         return lam0
 
     def follow(self, lam_max: float, after_segment: Callable[[], None] | None = None) -> None:
-        """Segment after segment from ``self.lam`` to ``lam_max``; ``after_segment`` is called
+        """Segment after segment from the state's ``lam`` to ``lam_max``; ``after_segment`` is called
         between two segments (the checkpoints of :func:`age_path`)."""
-        o = self.o
-        self.lam_end = lam_max
-        while self.lam < lam_max and len(self.events) < o.max_events:
-            lam = self.segment(self.lam, lam_max)
+        st = self.state
+        o = st.o
+        st.lam_end = lam_max
+        while st.lam < lam_max and len(st.events) < o.max_events:
+            lam = self.stepper.segment(st.lam, lam_max)
             self.report(min(lam, lam_max), force=True)
-            if self.events:
-                ev = self.events[-1]["lam"]
-                self.repeats = self.repeats + 1 if ev - self.last_event <= 1e-12 * max(1.0, ev) else 0
-                self.last_event = ev
-                if self.repeats > 20:  # chattering between sets: force progress with a warm start
-                    before = self.sys.params()
+            if st.events:
+                ev = st.events[-1]["lam"]
+                st.repeats = st.repeats + 1 if ev - st.last_event <= 1e-12 * max(1.0, ev) else 0
+                st.last_event = ev
+                if st.repeats > 20:  # chattering between sets: force progress with a warm start
+                    before = st.sys.params()
                     lam = min(lam + o.delta * max(1.0, lam), lam_max)
-                    self.warm_start(lam, before)
-                    self.seg += 1
-                    self.record(lam, "after")
-                    self.repeats = 0
-            self.lam = lam
-            if after_segment is not None and self.lam < lam_max:
+                    self.warm.warm_start(lam, before)
+                    st.seg += 1
+                    self.recorder.record(lam, "after")
+                    st.repeats = 0
+            st.lam = lam
+            if after_segment is not None and st.lam < lam_max:
                 after_segment()
 
     def report(self, lam: float, force: bool = False) -> None:
@@ -205,54 +166,34 @@ class _Tracker(_Stepping, _CriticalPoints, _Events, _WarmStarts, _PathEquation):
         now = time.monotonic()
         if force or now >= self._progress_next:
             self._progress_next = now + PROGRESS_INTERVAL
-            self.progress(self._progress_lam, len(self.events))
+            self.progress(self._progress_lam, len(self.state.events))
 
-    # ------------------------------------------------------------ recording
-    def record(self, lam: float, kind: str = "step",
-               deriv: tuple[Array, float] | None = None, values: tuple[Array, float] | None = None) -> None:
-        """Record the system's current point at ``lam`` as a point of ``kind`` (``step``, ``start``,
-        ``critical``, ``before``, ``after``): its full vector (or ``values``) and its derivative (from
-        :meth:`rhs`, or ``deriv``)."""
-        vec, b = self.sys.full_vector() if values is None else values
-        if deriv is None:
-            theta = self.sys.theta()
-            d = self.rhs(lam, np.append(theta, 0.0))[:-1]
-            dvec, db = self.sys.full_derivative(d)
-        else:
-            dvec, db = deriv
-        self._append(lam, vec, b, dvec, db, kind)
+    def warm_start(self, lam: float, params: Params, polish_first: bool = True) -> bool:
+        """ACS from ``params`` at ``lam``, finished by Newton (:meth:`WarmStarts.warm_start
+        <spl_bench.gaga.core.warm.WarmStarts.warm_start>`): the system is left at the point found."""
+        return self.warm.warm_start(lam, params, polish_first)
 
-    def _append(self, lam: float, vec: Array, b: float, dvec: Array, db: float, kind: str) -> None:
-        """One recorded point of the current segment."""
-        if self.lams and lam < self.lams[-1]:  # pragma: no cover - defensive
-            raise RuntimeError("age-path went backwards")
-        self.lams.append(float(lam))
-        self.vecs.append(vec)
-        self.bs.append(b)
-        self.dvecs.append(dvec)
-        self.dbs.append(db)
-        self.segs.append(self.seg)
-        self.kinds.append(kind)
-
+    # ------------------------------------------------------------ the path
     def to_path(self, meta: dict[str, Any]) -> AgePath:
         """The recorded points and events as an :class:`~spl_bench.gaga.core.path.AgePath` with ``meta``."""
-        vecs = np.array(self.vecs)
-        dv = np.array(self.dvecs)
+        st = self.state
+        vecs = np.array(st.vecs)
+        dv = np.array(st.dvecs)
         svm = meta["model"] == "svm"
         ev = []
-        for e in self.events:
+        for e in st.events:
             # lam, kind, moves, a jump's reason, and what a system notes on an event (the SVM's set-change log)
             ev.append({**e, "lam": e["lam"], "kind": e["kind"], "moves": [list(m) for m in e["moves"]]})
         return AgePath(
-            lambdas=np.array(self.lams),
+            lambdas=np.array(st.lams),
             coef=None if svm else vecs,
             dual_coef=vecs if svm else None,
-            intercept=np.array(self.bs),
+            intercept=np.array(st.bs),
             d_vec=dv,
-            d_intercept=np.array(self.dbs),
-            segment=np.array(self.segs, dtype=int),
-            point_kind=np.array(self.kinds),
+            d_intercept=np.array(st.dbs),
+            segment=np.array(st.segs, dtype=int),
+            point_kind=np.array(st.kinds),
             events=ev,
-            n_restarts=self.n_restarts,
+            n_restarts=st.n_restarts,
             meta=meta,
         )

@@ -16,13 +16,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from spl_bench.gaga.core.linalg import (
-    CholeskyFactor,
-    Factor,
-    RankOnePlusSparse,
-    RefinedFactor,
-    weighted_gram,
-)
+from spl_bench.gaga.core.factors import Factor
+from spl_bench.gaga.core.gram import RankOnePlusSparse, weighted_gram
+from spl_bench.gaga.core.refined import CholeskyFactor, RefinedFactor
 from spl_bench.gaga.core.system_base import Array
 from spl_bench.gaga.core.woodbury import WoodburyFactor
 from spl_bench.models import Model, Params
@@ -38,7 +34,7 @@ class GLMDesign:
     """
 
     #: this many unknowns or more: solves with J_theta / the fit's Hessian by refinement
-    #: (:class:`~spl_bench.gaga.core.linalg.RefinedFactor`) and the v-weighted fits by :meth:`newton_fit`
+    #: (:class:`~spl_bench.gaga.core.refined.RefinedFactor`) and the v-weighted fits by :meth:`newton_fit`
     refine_min_dim = 400
     #: products with the data a refined solve may take (conjugate gradients) before the matrix is
     #: formed afresh
@@ -205,7 +201,7 @@ class GLMDesign:
         """``(X_L, |X_L| or None, () -> dense X_L)`` for the rows ``live`` of a v-weighted fit.
 
         With ``refine_min_dim`` unknowns or more and ``X = 1 m^T + S`` with a sparse ``S``
-        (:class:`~spl_bench.gaga.core.linalg.RankOnePlusSparse`; ``sparse_products``), ``X_L`` and
+        (:class:`~spl_bench.gaga.core.gram.RankOnePlusSparse`; ``sparse_products``), ``X_L`` and
         ``|X_L|`` are that form, whose products read a fraction of the memory of the dense rows;
         the dense rows are made only when a Hessian is formed.  The latest rows are kept (the
         live set of consecutive ACS fits is mostly the same)."""

@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from spl_bench.gaga.core.linalg import AnyFactor, CholeskyFactor, Factor, RefinedFactor, WoodburyFactor
+from spl_bench.gaga.core.factors import AnyFactor, Factor
+from spl_bench.gaga.core.refined import CholeskyFactor, RefinedFactor
 from spl_bench.gaga.core.system_base import (
     SAMPLE_SETS,
     Array,
@@ -41,6 +42,7 @@ from spl_bench.gaga.core.system_base import (
     sp_v,
     sp_weights,
 )
+from spl_bench.gaga.core.woodbury import WoodburyFactor
 from spl_bench.gaga.glm import segment_nb
 from spl_bench.gaga.glm.design import GLMDesign
 from spl_bench.gaga.glm.inner import weighted_lasso

@@ -2,7 +2,8 @@
 
 GAGA's warm starts and restarts (Algorithm 1), ACS and MOSPL all need the minimiser of the
 model's loss weighted by ``v`` (the ACS step for a fixed age).  Two exact active-set solvers,
-apart from the path systems of :mod:`spl_bench.gaga.systems` that use them:
+apart from the path systems that use them (:mod:`spl_bench.gaga.glm.glm_system`,
+:mod:`spl_bench.gaga.svm.svm_system`):
 
 * :func:`~spl_bench.gaga.glm.inner.weighted_lasso`: ``argmin_w 1/2 sum_i v_i (y_i - x_i^T w)^2 +
   lev ||w||_1`` (in :mod:`spl_bench.gaga.glm.inner`);
@@ -20,8 +21,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from spl_bench.gaga.core.factors import AnyFactor, Factor
 from spl_bench.gaga.core.gather import combine_rows
-from spl_bench.gaga.core.linalg import AnyFactor, Factor
 from spl_bench.gaga.svm.kkt import KKTUpdate, LowRankSVMFactor, MergedKKT, kkt_factor, kkt_matrix
 from spl_bench.gaga.svm.lowrank_dual import LowRankState, lowrank_svm_dual
 from spl_bench.models.svm import libsvm_fit
@@ -192,7 +193,7 @@ class WeightedSVMDual:
     tries, from libsvm's point; ``None`` if all fail (the caller uses libsvm).
     The matrix depends on ``Z`` only, and during ACS only ``u`` changes from one
     iteration to the next while ``Z`` seldom does, so its factorisation is kept
-    (:class:`~spl_bench.gaga.core.linalg.Factor`: duplicated samples in ``Z`` are merged,
+    (:class:`~spl_bench.gaga.core.factors.Factor`: duplicated samples in ``Z`` are merged,
     the minimum-norm split).  The sets of the latest solution are the next guess
     when it is warm-started from that solution.
     """

@@ -1,9 +1,9 @@
 """The SVM's KKT factors: the margin block of the kernel SVM's path and of its weighted dual.
 
-Moved out of :mod:`spl_bench.gaga.core.linalg` (whose general ``Factor`` and LU helpers they
-build on): :func:`kkt_matrix`, the bordered updates :class:`KKTUpdate` /
-:class:`MergedKKT` (:func:`kkt_factor`), and the low-rank (linear kernel) factor
-:class:`LowRankSVMFactor` with its margin QR (:class:`MarginQR`).
+Built on the general ``Factor`` and LU helpers of :mod:`spl_bench.gaga.core.factors`:
+:func:`kkt_matrix`, the bordered updates :class:`KKTUpdate` / :class:`MergedKKT`
+(:func:`kkt_factor`), and the low-rank (linear kernel) factor :class:`LowRankSVMFactor` with its
+margin QR (:class:`MarginQR`).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import scipy.linalg as sla
 from numpy.typing import NDArray
 from scipy.linalg.lapack import dgetrs, dtrtrs
 
+from spl_bench.gaga.core.factors import Factor, _lu, _lu_sign
 from spl_bench.gaga.core.gather import take_block
-from spl_bench.gaga.core.linalg import Factor, _lu, _lu_sign
 
 Array = NDArray[np.float64]
 

@@ -1,9 +1,9 @@
 """Duplicated samples on the SVM path's margin merged, one per group: the representatives of the
-free set ``E_Z ∪ M`` (:class:`_Reps`) and the :class:`~spl_bench.gaga.core.linalg.Factor`
+free set ``E_Z ∪ M`` (:class:`_Reps`) and the :class:`~spl_bench.gaga.core.factors.Factor`
 interfaces between a merged system and the unmerged one (:class:`_RepSolve`, :class:`_MergedOut`).
 
 Identical samples (x and y) have equal rows and columns of ``Q``, so of the Jacobian of GAGA
-eq. (5) on E_Z: its merged system is the one :class:`~spl_bench.gaga.core.linalg.Factor` solves,
+eq. (5) on E_Z: its merged system is the one :class:`~spl_bench.gaga.core.factors.Factor` solves,
 with the minimum-norm (equal-share) split.
 """
 

@@ -3,7 +3,7 @@
 
 With a linear kernel the low-rank factor of order ``|E_Z| + 1 + d``
 (:class:`~spl_bench.gaga.svm.kkt.LowRankSVMFactor`); else the Schur complement on the M rows
-(:class:`~spl_bench.gaga.core.linalg.SchurFactor`) of blocks kept per set configuration, or the
+(:class:`~spl_bench.gaga.core.structured.SchurFactor`) of blocks kept per set configuration, or the
 latest reduced blocks bordered to a nearby configuration (:class:`~spl_bench.gaga.svm.kkt.KKTUpdate`).
 """
 
@@ -16,15 +16,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from spl_bench.gaga.core.linalg import (
-    AnyFactor,
-    Factor,
-    RowScaled,
-    SchurBlocks,
-    SchurFactor,
-    ShiftedTridiagonal,
-    uniform_value,
-)
+from spl_bench.gaga.core.factors import AnyFactor, Factor
+from spl_bench.gaga.core.structured import RowScaled, SchurBlocks, SchurFactor, ShiftedTridiagonal, uniform_value
 from spl_bench.gaga.core.system_base import Array, sp_weights
 from spl_bench.gaga.svm.kkt import (
     KKTBorder,

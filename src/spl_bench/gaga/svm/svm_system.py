@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from spl_bench.gaga.core.linalg import AnyFactor, Factor, SchurBlocks, groups_hint
+from spl_bench.gaga.core.factors import AnyFactor, Factor, groups_hint
+from spl_bench.gaga.core.structured import SchurBlocks
 from spl_bench.gaga.core.system_base import Array, PathSystem, _has_mixed, sp_v, sp_weights
 from spl_bench.gaga.svm.acs_skip import svm_jump, svm_state
 from spl_bench.gaga.svm.inner import WeightedSVMDual, canonical_duplicates, low_rank_factor
