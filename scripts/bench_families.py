@@ -265,13 +265,13 @@ def pendigits_cell(n: int, row: str = "t2_pendigits_n20", seed: int = 1) -> tupl
     """The first ``n`` training rows of run ``seed`` of a Table 2 pendigits cell (its split, scaling and
     label noise, as the table sweep fits them)."""
     from spl_bench.protocol.run import prepare_run
-    from spl_bench.runner import app
-    from spl_bench.runner import reproduce as rp
+    from spl_bench.runner import run_config
+    from spl_bench.runner.cells import compose_cell, table_cells
 
-    cell = next(c for c in rp.table_cells("2", ["acs"], ["pendigits"]) if row in c.label)
-    cfg = rp.compose_cell(cell)
-    ds = load_dataset(app._plain(cfg.data))
-    prep = prepare_run(ds, app.protocol_config(cfg), app.noise_config(cfg, ds.task), seed)
+    cell = next(c for c in table_cells("2", ["acs"], ["pendigits"]) if row in c.label)
+    cfg = compose_cell(cell)
+    ds = load_dataset(run_config.plain(cfg.data))
+    prep = prepare_run(ds, run_config.protocol_config(cfg), run_config.noise_config(cfg, ds.task), seed)
     return np.asarray(prep.X_fit[:n], float), np.asarray(prep.y_fit[:n], float)
 
 

@@ -118,17 +118,17 @@ def table_case(name: str, quick: bool, run: int = 0):
     row's config composed by Hydra: split, scaling, noise, validation hold-out)."""
     from spl_bench.data.loaders import load_dataset
     from spl_bench.protocol.run import prepare_run
-    from spl_bench.runner import app
-    from spl_bench.runner.reproduce import Cell, compose_cell
+    from spl_bench.runner import run_config
+    from spl_bench.runner.cells import Cell, compose_cell
 
     table, overrides = TABLE_ROWS[name]
     cfg = compose_cell(Cell(table, f"gaga_table{table}", (*overrides, "method=gaga")))
-    ds = load_dataset(app._plain(cfg.data))
-    prep = prepare_run(ds, app.protocol_config(cfg), app.noise_config(cfg, ds.task), run)
+    ds = load_dataset(run_config.plain(cfg.data))
+    prep = prepare_run(ds, run_config.protocol_config(cfg), run_config.noise_config(cfg, ds.task), run)
     X, y = prep.X_fit, prep.y_fit
     if quick:
         X, y = X[:200], y[:200]
-    params = app._plain(cfg.model.params)
+    params = run_config.plain(cfg.model.params)
     return str(cfg.model.name), params, X, y
 
 

@@ -17,9 +17,11 @@ import sys
 from pathlib import Path
 
 from spl_bench.errors import SplBenchError
-from spl_bench.report import compare as cmp
+from spl_bench.report.ours import load_ours
 from spl_bench.runner import drift
-from spl_bench.runner import reproduce as rp
+from spl_bench.runner.cells import table_cells
+from spl_bench.runner.reproduce import run_seed
+from spl_bench.table_registry import TABLES
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,11 +38,11 @@ def main(argv: list[str] | None = None) -> int:
         for key, cell_id, slow in drift.drift_cells():
             if (args.fast and slow) or (args.slow and not slow) or (args.tables and key not in args.tables):
                 continue
-            cell = next(c for c in rp.table_cells(key) if c.cell_id == cell_id)
-            committed = cmp.load_ours(cmp.TABLES[key][0])
+            cell = next(c for c in table_cells(key) if c.cell_id == cell_id)
+            committed = load_ours(TABLES[key][0])
             committed = committed[committed["cell"] == cell_id]
             for seed in sorted(set(committed["seed"]) & set(drift.DRIFT_SEEDS)):
-                rows = rp.run_seed(cell, int(seed))
+                rows = run_seed(cell, int(seed))
                 drift.record_reference(key, cell_id, int(seed), rows, kernel, args.out)
                 old = {r.metric: r.value for r in committed[committed["seed"] == seed].itertuples()}
                 moved = [f"{r['metric']} {old[r['metric']]} -> {r['value']}" for r in rows if r["metric"] in old

@@ -1,7 +1,7 @@
 """The sanity floor of every table cell: the constant predictor on the cell's own splits (issue 59).
 
 For every cell of the tables whose rows are committed (``results/rows/<experiment>[@variant]/``),
-this composes the cell's config as ``spl-bench run`` does (:func:`spl_bench.runner.reproduce.compose_cell`),
+this composes the cell's config as ``spl-bench run`` does (:func:`spl_bench.runner.cells.compose_cell`),
 prepares each run's data with :func:`spl_bench.protocol.run.prepare_run` (split, scaling, noise:
 the very labels the methods are fitted on and scored against) and scores the constant predictor
 :func:`spl_bench.protocol.run.constant_floor`: the majority class of the run's training labels
@@ -34,11 +34,13 @@ import pandas as pd
 
 from spl_bench.data.loaders import load_dataset
 from spl_bench.errors import SplBenchError
+from spl_bench.paths import rows_root
 from spl_bench.protocol.run import constant_floor, prepare_run, training_labels
-from spl_bench.report import compare as cmp
 from spl_bench.report import floor
-from spl_bench.runner import app
-from spl_bench.runner import reproduce as rp
+from spl_bench.report.status import available
+from spl_bench.runner import run_config
+from spl_bench.runner.cells import compose_cell, table_cells
+from spl_bench.table_registry import REPORTED_VARIANTS, TABLES
 
 #: protocol keys that decide the training split, its labels and the test rows (the selection rule and
 #: the validation share do not: the floor's training labels are the whole training split)
@@ -47,7 +49,7 @@ FLOOR_PROTOCOL_KEYS = ("splits", "test_size", "base_seed", "scaling", "noise_sco
 
 def spec_of(cfg: Any) -> dict[str, Any]:
     """What the floor of a cell depends on: its data, protocol (:data:`FLOOR_PROTOCOL_KEYS`) and noise."""
-    ident = app.identity(cfg)
+    ident = run_config.identity(cfg)
     protocol = {k: ident["protocol"].get(k) for k in FLOOR_PROTOCOL_KEYS}
     return {"data": ident["data"], "protocol": protocol, "noise": ident["noise"]}
 
@@ -63,17 +65,17 @@ def floor_groups(keys: Iterable[str]) -> dict[tuple[str, str, str], tuple[Any, i
     groups: dict[tuple[str, str, str], tuple[Any, int]] = {}
     specs: dict[tuple[str, str, str], str] = {}
     for key in keys:
-        experiment = cmp.TABLES[key][0]
-        for variant in ("", *cmp.VARIANTS):
+        experiment = TABLES[key][0]
+        for variant in ("", *REPORTED_VARIANTS):
             rows_name = f"{experiment}@{variant}" if variant else experiment
-            if not (cmp.rows_dir() / rows_name / "index.csv").is_file():
+            if not (rows_root() / rows_name / "index.csv").is_file():
                 continue
-            for cell in rp.table_cells(key, variant=variant):
-                cfg = rp.compose_cell(cell)
-                if not cmp._available(str(cfg.data.name)):
+            for cell in table_cells(key, variant=variant):
+                cfg = compose_cell(cell)
+                if not available(str(cfg.data.name)):
                     continue
                 task = str(cfg.data.task)
-                gkey = (rows_name, str(cfg.data.name), app.noise_config(cfg, task).label)
+                gkey = (rows_name, str(cfg.data.name), run_config.noise_config(cfg, task).label)
                 digest = _digest(spec_of(cfg))
                 if specs.setdefault(gkey, digest) != digest:
                     raise SplBenchError(f"{rows_name}: cells of {gkey[1]} at {gkey[2]} differ in data, protocol or "
@@ -85,8 +87,8 @@ def floor_groups(keys: Iterable[str]) -> dict[tuple[str, str, str], tuple[Any, i
 
 def floor_rows(gkey: tuple[str, str, str], cfg: Any, runs: int) -> list[dict[str, Any]]:
     """One line per seed of a floor key: the constant predictor's test metric on that run's split."""
-    ds = load_dataset(app._plain(cfg.data))
-    protocol, noise = app.protocol_config(cfg), app.noise_config(cfg, ds.task)
+    ds = load_dataset(run_config.plain(cfg.data))
+    protocol, noise = run_config.protocol_config(cfg), run_config.noise_config(cfg, ds.task)
     out = []
     for seed in range(runs):
         prep = prepare_run(ds, protocol, noise, seed)
@@ -99,11 +101,11 @@ def floor_rows(gkey: tuple[str, str, str], cfg: Any, runs: int) -> list[dict[str
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--tables", nargs="*", help=f"table keys (default: all of {', '.join(cmp.TABLES)})")
+    ap.add_argument("--tables", nargs="*", help=f"table keys (default: all of {', '.join(TABLES)})")
     ap.add_argument("--out", type=Path, default=None, help="the floors file (default results/reference/floors.csv)")
     args = ap.parse_args(argv)
     out = args.out or floor.floors_path()
-    keys = args.tables or list(cmp.TABLES)
+    keys = args.tables or list(TABLES)
     try:
         groups = floor_groups(keys)
         rows: list[dict[str, Any]] = []
@@ -116,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     frame = pd.DataFrame(rows, columns=list(floor.FLOOR_COLUMNS))
     if args.tables and out.is_file():  # keep the lines of the tables not recomputed
-        done = {cmp.TABLES[k][0] for k in keys}
+        done = {TABLES[k][0] for k in keys}
         old = floor.load_floors(out)
         frame = pd.concat([old[~old["rows_name"].str.split("@").str[0].isin(done)], frame], ignore_index=True)
     floor.write_floors(frame, out)

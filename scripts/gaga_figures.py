@@ -67,13 +67,12 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from spl_bench.atomic import atomic_write_text
-from spl_bench.data import Dataset, inject_noise, load_dataset, scale_split
+from spl_bench.data import Dataset, load_dataset
 from spl_bench.methods.acs import ACS, acs_solve, lambda_grid
 from spl_bench.methods.gaga import GAGA
 from spl_bench.models import Params, get_model
 from spl_bench.protocol.metrics import candidate_scores
-from spl_bench.protocol.run import NoiseConfig, ProtocolConfig, run_once
-from spl_bench.protocol.splits import split_indices
+from spl_bench.protocol.run import NoiseConfig, ProtocolConfig, prepare_run, run_once
 from spl_bench.sp import get_sp
 
 ALPHA = 5e-3  # configs/table_row/t2_music_n30.yaml
@@ -122,9 +121,9 @@ def write_csv(df: pd.DataFrame, path: Path) -> None:
 
 # ----------------------------------------------------------------------------------- Figure 4
 def clean_test_rows(ds: Dataset, protocol: ProtocolConfig, run: int) -> tuple[np.ndarray, np.ndarray]:
-    """The clean scaled test rows of protocol run ``run`` (the same functions as ``run_once``)."""
-    tr, te = split_indices(ds.n_samples, run, protocol.splits, protocol.base_seed, protocol.test_size)
-    sc = scale_split(ds.X[tr], ds.y[tr], ds.X[te], ds.y[te], ds.task, protocol.scaling)
+    """The clean scaled test rows of protocol run ``run`` (``run_once``'s own preparation, ``prepare_run``)."""
+    prep = prepare_run(ds, protocol, NoiseConfig(), run)
+    sc = prep.scaled if prep.clean is None else prep.clean
     return sc.X_test, sc.y_test
 
 
@@ -250,12 +249,9 @@ def plot_fig4(df: pd.DataFrame, file: Path) -> None:
 # ----------------------------------------------------------------------------------- Figure 5
 def fig5_training_rows(ds: Dataset, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """The noisy scaled training rows of protocol run ``seed`` (30 % target noise, no validation hold-out)."""
-    protocol = ProtocolConfig()
-    tr, te = split_indices(ds.n_samples, seed, protocol.splits, protocol.base_seed, protocol.test_size)
-    sc = scale_split(ds.X[tr], ds.y[tr], ds.X[te], ds.y[te], ds.task, protocol.scaling)
-    rng = np.random.default_rng([protocol.base_seed, seed])
-    noisy = inject_noise(sc.X_train, sc.y_train, ds.task, NOISE_KIND, FIG5_NOISE, rng)
-    return noisy.X, noisy.y
+    # selection on the test rows: no validation rows are held out of the (noisy) training rows
+    prep = prepare_run(ds, ProtocolConfig(selection="test"), NoiseConfig(NOISE_KIND, FIG5_NOISE), seed)
+    return prep.X_fit, prep.y_fit
 
 
 def time_acs_fine(X, y, lam_max: float, cap: int, n_chunks: int = 5) -> tuple[float, int, bool]:

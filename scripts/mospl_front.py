@@ -5,8 +5,8 @@ Example (paper budget, music with the lasso, run 0 of the protocol)::
     SPL_BENCH_DATA_DIR=/work/shared/datasets .venv/bin/python scripts/mospl_front.py \
         --data music --model lasso --pop-size 150 --n-gen 800
 
-The split, scaling, noise and validation hold-out follow
-:func:`spl_bench.protocol.run.run_once`.  Writes ``mospl_front_<tag>.png`` (left:
+The split, scaling, noise and validation hold-out are
+:func:`spl_bench.protocol.run.prepare_run`'s, as in ``spl-bench run``.  Writes ``mospl_front_<tag>.png`` (left:
 ``f1`` against ``f2`` for the raw NSGA-III front and the refit front; right:
 validation and test metric of every Pareto point against ``f2``) under ``--out``
 and a JSON summary with the timings under ``--bench-dir``.  ``--compare-acs``
@@ -23,13 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from spl_bench.data import inject_noise, load_dataset, scale_split
+from spl_bench.data import load_dataset
 from spl_bench.methods.acs import ACS
 from spl_bench.methods.mospl import MOSPL
 from spl_bench.protocol.metrics import best_candidate, candidate_scores, metric_name
-from spl_bench.protocol.splits import split_indices, validation_split
+from spl_bench.protocol.run import NoiseConfig, ProtocolConfig, prepare_run
+from spl_bench.runner.run_config import AUTO_NOISE
 
-AUTO_NOISE = {"classification": "uniform_flip", "regression": "target_gaussian"}
 DEFAULT_MODEL_PARAMS = {"lasso": {"alpha": 5e-3}, "logistic": {"C": 0.5}, "svm": {"C": 1.0, "gamma": 0.5}}
 
 
@@ -68,12 +68,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         model_params[key] = parse_value(value)
     sp_params = {"t": args.t} if args.sp == "polynomial" else {}
 
-    tr, te = split_indices(ds.n_samples, args.run, "split3to1", args.base_seed, 0.25)
-    sc = scale_split(ds.X[tr], ds.y[tr], ds.X[te], ds.y[te], ds.task, "train")
-    rng = np.random.default_rng([args.base_seed, args.run])
-    noisy = inject_noise(sc.X_train, sc.y_train, ds.task, AUTO_NOISE[ds.task], args.noise_rate, rng)
-    fit, val = validation_split(len(noisy.y), 0.2, args.base_seed + args.run)
-    X_fit, y_fit, X_val, y_val = noisy.X[fit], noisy.y[fit], noisy.X[val], noisy.y[val]
+    noise = NoiseConfig(AUTO_NOISE[ds.task], args.noise_rate)
+    prep = prepare_run(ds, ProtocolConfig(base_seed=args.base_seed), noise, args.run)
+    X_fit, y_fit, X_val, y_val, sc = prep.X_fit, prep.y_fit, prep.X_sel, prep.y_sel, prep.scaled
 
     est = MOSPL(
         model=args.model,

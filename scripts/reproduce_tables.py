@@ -23,14 +23,18 @@ import sys
 from pathlib import Path
 
 from spl_bench.errors import SplBenchError, environment_error
-from spl_bench.runner import reproduce as rp
+from spl_bench.runner.cells import table_cells
+from spl_bench.runner.committed import refresh_index
+from spl_bench.runner.plan import cell_states, plan_lines
+from spl_bench.runner.reproduce import log_line, run_tables
+from spl_bench.table_registry import PROTOCOL_VARIANTS, TABLES
 
 DEFAULT_TABLES = ["2", "3", "5", "6"]
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--tables", nargs="+", default=DEFAULT_TABLES, choices=list(rp.TABLES))
+    ap.add_argument("--tables", nargs="+", default=DEFAULT_TABLES, choices=list(TABLES))
     ap.add_argument("--runs", type=int, default=20, help="runs per cell (papers: 20; Outlier-Path: 10)")
     ap.add_argument("--methods", nargs="+", default=None, help="only these methods")
     ap.add_argument("--data", nargs="+", default=None, help="only these datasets")
@@ -50,7 +54,7 @@ def main() -> int:
                          "BLAS library needs as many, e.g. OPENBLAS_NUM_THREADS)")
     ap.add_argument("--plan", action="store_true", help="print every cell: runs done / left and an ETA; run nothing")
     ap.add_argument("--report-only", action="store_true", help="write the tables from the committed rows; run nothing")
-    ap.add_argument("--variant", default="", choices=["", *rp.VARIANTS],
+    ap.add_argument("--variant", default="", choices=["", *PROTOCOL_VARIANTS],
                     help="run the cells under a protocol variant (authors: the GAGA authors' noise; clean: each "
                          "row's plain model on clean training labels, the reference of what the model reaches); "
                          "rows kept apart")
@@ -60,15 +64,15 @@ def main() -> int:
     if args.smoke:
         return _smoke()
     try:
-        cells = [c for t in args.tables for c in rp.table_cells(t, args.methods, args.data, args.variant, args.where)]
+        cells = [c for t in args.tables for c in table_cells(t, args.methods, args.data, args.variant, args.where)]
         if args.report_only:
             # the index follows the configs: rows written by several machines / worktrees merge here
-            rp.refresh_index(rp.cell_states(cells))
+            refresh_index(cell_states(cells))
         else:
-            states = rp.cell_states(cells)
+            states = cell_states(cells)
             runs = args.runs
             if args.plan:
-                for line in rp.plan_lines(states, runs, args.jobs):
+                for line in plan_lines(states, runs, args.jobs):
                     print(line)
                 return 0
             slurm = {"slurm_partition": args.slurm_partition} if args.slurm_partition else None
@@ -77,12 +81,12 @@ def main() -> int:
                 from spl_bench.paths import repo_root
 
                 ckpt = repo_root() / ckpt
-            failures = rp.run_tables(states, runs, args.jobs, args.executor, args.max_cell_seconds, slurm,
-                                     log=rp.log_line, checkpoint_dir=ckpt, blas_threads=args.blas_threads)  # fmt: skip
+            failures = run_tables(states, runs, args.jobs, args.executor, args.max_cell_seconds, slurm,
+                                  log=log_line, checkpoint_dir=ckpt, blas_threads=args.blas_threads)  # fmt: skip
             for label, why in failures.items():
                 print(f"failed: {label}: {why}", file=sys.stderr)
         from spl_bench.paths import repo_root
-        from spl_bench.report.compare import write_all
+        from spl_bench.report.reproduction import write_all
         from spl_bench.report.site import write_site
 
         for path in write_all(readme=repo_root() / "README.md", findings=repo_root() / "results" / "FINDINGS.md"):

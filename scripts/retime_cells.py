@@ -24,8 +24,13 @@ import pandas as pd
 
 from spl_bench.errors import SplBenchError
 from spl_bench.paths import repo_root
-from spl_bench.runner import reproduce as rp
+from spl_bench.runner.cells import table_cells
+from spl_bench.runner.committed import read_rows
+from spl_bench.runner.plan import cell_states
+from spl_bench.runner.reproduce import run_seed
 from spl_bench.runner.results import code_version
+from spl_bench.runner.retiming import RETIMED_COLUMNS, RETIMED_FILE, append_retimed_row
+from spl_bench.table_registry import PROTOCOL_VARIANTS
 
 #: the drift check's tolerances (tests/test_reproduce.py)
 RTOL, ATOL = 1e-6, 1e-9
@@ -49,34 +54,34 @@ def main() -> int:
     ap.add_argument("--tables", nargs="+", required=True)
     ap.add_argument("--methods", nargs="+")
     ap.add_argument("--data", nargs="+")
-    ap.add_argument("--variant", default="", choices=["", *rp.VARIANTS])
+    ap.add_argument("--variant", default="", choices=["", *PROTOCOL_VARIANTS])
     ap.add_argument("--where", nargs="+", default=None, metavar="KEY=VALUE",
                     help="only cells with these sweep values (e.g. model.params.C=0.9)")
     ap.add_argument("--seeds", type=int, default=1, help="committed seeds re-timed per cell (the lowest ones)")
     ap.add_argument("--max-cells", type=int, help="at most this many cells per table")
     args = ap.parse_args()
-    out = repo_root() / rp.RETIMED_FILE
+    out = repo_root() / RETIMED_FILE
     version = code_version()
     try:
-        have = pd.read_csv(out) if out.is_file() else pd.DataFrame(columns=rp.RETIMED_COLUMNS)
+        have = pd.read_csv(out) if out.is_file() else pd.DataFrame(columns=RETIMED_COLUMNS)
         done = {(r.rows_name, r.cell_id, int(r.seed)) for r in have.itertuples() if r.code_version == version}
         for table in args.tables:
-            cells = rp.table_cells(table, args.methods, args.data, args.variant, args.where)
-            states = [st for st in rp.cell_states(cells) if st.done][: args.max_cells]
+            cells = table_cells(table, args.methods, args.data, args.variant, args.where)
+            states = [st for st in cell_states(cells) if st.done][: args.max_cells]
             for st in states:
-                rows = rp.read_rows(st.file)
+                rows = read_rows(st.file)
                 for seed in sorted(st.done)[: args.seeds]:
                     if (st.cell.rows_name, st.cell.cell_id, seed) in done:
                         continue
                     t = time.process_time()
-                    fresh = {r["metric"]: r["value"] for r in rp.run_seed(st.cell, seed)}
+                    fresh = {r["metric"]: r["value"] for r in run_seed(st.cell, seed)}
                     cpu = time.process_time() - t
                     committed = rows[rows["seed"] == seed]
                     agrees, worst, differing = compare(committed, fresh)
                     row = {"rows_name": st.cell.rows_name, "cell_id": st.cell.cell_id, "seed": seed, "cpu_s": cpu,
                            "committed_s": float(committed["time_s"].iloc[0]), "agrees": agrees, "worst_rel": worst,
                            "code_version": version, "date": datetime.now(UTC).strftime("%Y-%m-%d")}
-                    rp.append_retimed_row(out, row)
+                    append_retimed_row(out, row)
                     print(f"{st.cell.label} seed {seed}: {cpu:.1f} CPU-s (committed {row['committed_s']:.1f} s); "
                           + ("values reproduced" if agrees else f"DIFFERS: {differing}"), flush=True)
     except SplBenchError as exc:

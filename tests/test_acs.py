@@ -236,7 +236,7 @@ def test_inner_solver_option_from_config_and_errors():
     from omegaconf import OmegaConf
 
     from spl_bench.paths import config_dir
-    from spl_bench.runner.app import estimator_factory
+    from spl_bench.runner.run_config import estimator_factory
 
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
         cfg = compose("config", overrides=["method=acs", "model=svm"])

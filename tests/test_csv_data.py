@@ -18,7 +18,8 @@ from spl_bench.data import binarize, load_dataset
 from spl_bench.data.tabular import MAX_CLASSES, infer_task
 from spl_bench.errors import ConfigError, DataError
 from spl_bench.paths import config_dir
-from spl_bench.runner import app
+from spl_bench.runner.results import config_hash
+from spl_bench.runner.run_config import identity
 from test_first_hour import one_line_error, spl
 
 QUIET = ["progress=false", "print_table=false"]
@@ -167,7 +168,7 @@ def test_the_files_sha256_is_in_the_config_and_its_hash(tmp_path):
 
     def ident() -> dict:
         with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
-            return app.identity(compose("config", overrides=overrides))
+            return identity(compose("config", overrides=overrides))
 
     first = ident()
     assert first["data"]["sha256"] == hashlib.sha256((tmp_path / "c.csv").read_bytes()).hexdigest()
@@ -175,7 +176,7 @@ def test_the_files_sha256_is_in_the_config_and_its_hash(tmp_path):
     frame.iloc[:-1].to_csv(tmp_path / "c.csv", index=False)  # the same path, other content: another configuration
     second = ident()
     assert second["data"]["sha256"] == hashlib.sha256((tmp_path / "c.csv").read_bytes()).hexdigest()
-    assert app.config_hash(first) != app.config_hash(second)
+    assert config_hash(first) != config_hash(second)
     with pytest.raises(DataError, match="does not match data.sha256"):  # a fixed sha256 is checked
         load_dataset({**spec(tmp_path / "c.csv", "diagnosis"), "sha256": first["data"]["sha256"]})
 

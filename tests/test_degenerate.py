@@ -22,6 +22,8 @@ from spl_bench.gaga import EngineOptions, age_path
 from spl_bench.methods.acs import ACS
 from spl_bench.methods.gaga import GAGA
 from spl_bench.models import Params, get_model
+from spl_bench.runner.cells import compose_cell, table_cells
+from spl_bench.runner.run_config import noise_config, plain, protocol_config
 from spl_bench.sp import get_sp
 
 
@@ -134,13 +136,11 @@ def test_magic_telescope_seed_path_has_critical_points_and_two_classes(data_dir)
     """400 random training rows of Table 5 MagicTelescope run 0 (logistic, C 0.5, linear SP, 30 % flips)."""
     from spl_bench.data.loaders import load_dataset
     from spl_bench.protocol.run import prepare_run
-    from spl_bench.runner import app
-    from spl_bench.runner import reproduce as rp
 
-    cell = next(c for c in rp.table_cells("5", ["gaga"], ["magic_telescope"]))
-    cfg = rp.compose_cell(cell)
-    ds = load_dataset(app._plain(cfg.data))
-    prep = prepare_run(ds, app.protocol_config(cfg), app.noise_config(cfg, ds.task), 0)
+    cell = next(c for c in table_cells("5", ["gaga"], ["magic_telescope"]))
+    cfg = compose_cell(cell)
+    ds = load_dataset(plain(cfg.data))
+    prep = prepare_run(ds, protocol_config(cfg), noise_config(cfg, ds.task), 0)
     idx = np.random.default_rng(0).permutation(len(prep.y_fit))[:400]
     X, y = prep.X_fit[idx], prep.y_fit[idx]
     model, sp = get_model("logistic", C=0.5), get_sp("linear")

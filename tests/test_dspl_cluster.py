@@ -84,7 +84,7 @@ def test_slurm_cluster_from_the_config_group():
     from omegaconf import OmegaConf
 
     from spl_bench.paths import config_dir
-    from spl_bench.runner.app import estimator_factory
+    from spl_bench.runner.run_config import estimator_factory
 
     overrides = ["method=dspl", "+dspl_cluster@method.cluster=slurm", "method.cluster.slurm.queue=short",
                  "method.cluster.slurm.account=proj42", "method.cluster.slurm.cores=4",

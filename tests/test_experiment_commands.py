@@ -24,6 +24,7 @@ from hydra import compose, initialize_config_dir
 from spl_bench.errors import ConfigError
 from spl_bench.paths import config_dir
 from spl_bench.runner import app, cli
+from spl_bench.runner.run_config import estimator_factory, identity, protocol_config
 
 EXPERIMENTS = sorted(p.stem for p in (config_dir() / "experiment").glob("*.yaml"))
 DOC_LINE = re.compile(r"^# One (?:cell|row): spl-bench run (.+)$", re.MULTILINE)
@@ -52,10 +53,10 @@ def test_experiment_composes_and_passes_the_run_checks(experiment):
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
         cfg = compose("config", overrides=documented_command(experiment), return_hydra_config=False)
     app.check_root_keys(cfg, experiment)
-    app.protocol_config(cfg)
-    app.estimator_factory(cfg)
+    protocol_config(cfg)
+    estimator_factory(cfg)
     assert cfg.exp_name == experiment
-    ident = app.identity(cfg)  # every number-determining value resolves (Table 7's alpha by data set)
+    ident = identity(cfg)  # every number-determining value resolves (Table 7's alpha by data set)
     assert isinstance(ident["model"]["params"], dict)
 
 
@@ -105,8 +106,8 @@ def test_every_documented_run_command_composes():
                     cfg = compose("config", overrides=job)
                 exp = next((a.split("=", 1)[1] for a in job if a.startswith("experiment=")), None)
                 app.check_root_keys(cfg, exp)
-                app.protocol_config(cfg)
-                app.estimator_factory(cfg)
+                protocol_config(cfg)
+                estimator_factory(cfg)
         except Exception as exc:  # every failure listed, not only the first
             bad.append(f"{where}: spl-bench run {' '.join(args)}: {type(exc).__name__}: {str(exc).splitlines()[0]}")
     assert not bad, "\n".join(bad)

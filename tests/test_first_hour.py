@@ -16,6 +16,7 @@ from rich.console import Console
 from spl_bench.paths import config_dir
 from spl_bench.runner import app
 from spl_bench.runner.cli import main
+from spl_bench.runner.run_config import identity
 
 QUIET = ["progress=false", "print_table=false"]
 REPO = config_dir().parent
@@ -77,7 +78,7 @@ def test_1_dspl_runs_in_process_on_small_data_with_progress(tmp_path, capsys):
         default = compose("config", overrides=["method=dspl"])
         serial = compose("config", overrides=["method=dspl", "method.backend=serial", "method.cluster.n_workers=4"])
     assert default.method.backend == "auto"
-    assert app.identity(default) == app.identity(serial)  # where it runs is not what it computes
+    assert identity(default) == identity(serial)  # where it runs is not what it computes
     code, _, err = spl(capsys, "run", f"results_root={tmp_path}", "method=dspl", "data=diabetes",
                        "protocol.n_runs=1", "method.max_outer=4", "print_table=false")  # fmt: skip
     assert code == 0, err

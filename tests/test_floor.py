@@ -21,6 +21,9 @@ from spl_bench.protocol import NoiseConfig, ProtocolConfig, run_once
 from spl_bench.protocol.run import constant_floor, prepare_run, training_labels
 from spl_bench.report import compare as cmp
 from spl_bench.report import floor
+from spl_bench.report.coverage import coverage, status_section, update_readme
+from spl_bench.report.ours import SELECTIONS, as_rmse
+from spl_bench.report.page import row_summary, write_table
 from spl_bench.rowfiles import write_row_file
 
 SEEDS = 4
@@ -127,9 +130,9 @@ def test_a_cell_at_the_floor_is_flagged_marked_and_counted(degenerate_table, tmp
     comp = cmp.compare_table("5", rows)
     cells = comp.cells[comp.cells["dataset"] == "magic_telescope"].set_index(["method", "selection"])
     for method in ("gaga", "acs", "original", "mospl"):
-        for sel in cmp.SELECTIONS:
+        for sel in SELECTIONS:
             assert cells.loc[(method, sel), "floor_mean"] == pytest.approx(np.mean(expected), abs=1e-12)
-    for sel in cmp.SELECTIONS:
+    for sel in SELECTIONS:
         for method in ("gaga", "acs"):
             r = cells.loc[(method, sel)]
             assert r["status"] == floor.DEGENERATE and r["floor_check"] == floor.AT_OR_BELOW
@@ -139,19 +142,19 @@ def test_a_cell_at_the_floor_is_flagged_marked_and_counted(degenerate_table, tmp
             r = cells.loc[(method, sel)]
             assert r["status"] == "partial" and r["floor_check"] == floor.ABOVE
     # the comparison tables: the mark beside the degenerate cells only, and the note under the table
-    line = cmp.row_summary(comp.cells, "validation").set_index("row").loc["MagicTelescope†"]
+    line = row_summary(comp.cells, "validation").set_index("row").loc["MagicTelescope†"]
     mark = f"{floor.MARK} ≤ floor {np.mean(expected):.3f}"
     assert mark in line["gaga"] and mark in line["acs"] and floor.MARK not in line["original"] + line["mospl"]
-    md = cmp.write_table(comp, tmp_path / "out", figures=False)[0].read_text()
+    md = write_table(comp, tmp_path / "out", figures=False)[0].read_text()
     assert "2 of 4 cells with runs here" in md
     csv = pd.read_csv(tmp_path / "out" / EXPERIMENT / "comparison.csv")
     assert set(csv[csv["status"] == floor.DEGENERATE]["method"]) == {"gaga", "acs"}
     # the README block: its own completeness line and the list of the flagged cells
-    cov = cmp.coverage([comp])
+    cov = coverage([comp])
     assert {"floor_mean", "floor_check"} <= set(cov.columns)
     readme = tmp_path / "README.md"
     readme.write_text("# x\n")
-    cmp.update_readme(cmp.status_section(cov), readme)
+    update_readme(status_section(cov), readme)
     text = readme.read_text()
     assert f"| {floor.DEGENERATE} | 2 |" in text
     assert f"status `{floor.DEGENERATE}`: 2 of the 4 cells with runs and a floor; 4 cells under every" in text
@@ -172,7 +175,7 @@ def test_a_cell_without_a_floor_says_so_and_is_not_flagged(degenerate_table):
 def test_the_rmse_variant_takes_the_root_of_the_floor_too():
     rows = pd.DataFrame({"metric": ["gen_error", "accuracy"], "value": [0.25, 0.8], "floor": [0.64, 0.6],
                          "info": [json.dumps({}), json.dumps({})]})  # fmt: skip
-    out = cmp._as_rmse(rows)
+    out = as_rmse(rows)
     assert out["floor"].tolist() == [np.sqrt(0.64), 0.6]
 
 

@@ -151,8 +151,10 @@ def test_the_route_is_not_part_of_the_hash_and_the_committed_step_rule_cells_kee
     (``STEP_CANDIDATE_TABLES``) composes to the hash its committed rows were written under."""
     import pandas as pd
 
-    from spl_bench.runner.app import identity
-    from spl_bench.runner.reproduce import STEP_CANDIDATE_TABLES, Cell, cell_hash, compose_cell, rows_root
+    from spl_bench.paths import rows_root
+    from spl_bench.runner.cells import Cell, cell_hash, compose_cell
+    from spl_bench.runner.run_config import identity
+    from spl_bench.table_registry import STEP_CANDIDATE_TABLES
 
     cell = Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=gaga"))
     # the same row composed outside the table registry: the default rule

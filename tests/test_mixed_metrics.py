@@ -12,7 +12,9 @@ import pytest
 
 from mixed_rows import METHODS, expected_ranks, md_row, mixed_table
 from spl_bench.report import compare as cmp
+from spl_bench.report.coverage import coverage
 from spl_bench.report.findings import findings_markdown
+from spl_bench.report.page import row_summary
 
 
 def test_mixed_metrics_are_ranked_won_and_counted_per_line(tmp_path):
@@ -28,14 +30,14 @@ def test_mixed_metrics_are_ranked_won_and_counted_per_line(tmp_path):
     chi2 = 12 * n / (k * (k + 1)) * ((expected - (k + 1) / 2) ** 2).sum()  # Demšar (2006), eq. 3, no ties
     assert rt.statistic == pytest.approx(chi2, rel=1e-12)
     # winners: the bold best mean of each line is GAGA's, marked ▲ (GAGA ahead of MOSPL on all 8 seeds)
-    table = cmp.row_summary(comp.cells, "validation", comp.significance[comp.significance["selection"] == "validation"])
+    table = row_summary(comp.cells, "validation", comp.significance[comp.significance["selection"] == "validation"])
     for row in lines:
         rec = table.set_index("row").loc[row]
         assert rec["gaga"].startswith("**") and "▲" in rec["gaga"]
         assert not any(str(rec[m]).startswith("**") for m in ("original", "acs", "mospl"))
         assert rec["paper order holds"] == "yes"
     # the findings page: GAGA significantly better than ACS and than Original on both lines
-    page = findings_markdown([comp], cmp.coverage([comp]))
+    page = findings_markdown([comp], coverage([comp]))
     for b in ("ACS", "Original"):
         rec = md_row(page, "honest: age on a validation split", "GAGA", b)
         assert (rec["A significantly better"], rec["B significantly better"]) == ("2", "0")

@@ -488,7 +488,7 @@ def test_refit_solver_option_from_config():
     from hydra import compose, initialize_config_dir
 
     from spl_bench.paths import config_dir
-    from spl_bench.runner.app import estimator_factory
+    from spl_bench.runner.run_config import estimator_factory
 
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
         cfg = compose("config", overrides=["method=mospl"])

@@ -309,7 +309,8 @@ def test_metadata() -> None:
 
 
 def test_load_paper() -> None:
-    from spl_bench.report.paper import PAPER_FILES, load_paper, paper_tables
+    from spl_bench.report.paper import load_paper, paper_tables
+    from spl_bench.table_registry import PAPER_FILES
 
     assert sorted(PAPER_FILES) == sorted(TABLES) == sorted(paper_tables())
     frame = load_paper()

@@ -19,14 +19,17 @@ from spl_bench.report import blocks, direction
 from spl_bench.report import compare as cmp
 from spl_bench.report import significance as sig
 from spl_bench.report.bands import agreement, within
+from spl_bench.report.coverage import coverage
 from spl_bench.report.findings import findings_markdown
+from spl_bench.report.page import write_table
+from spl_bench.report.paper import load_paper
 
 
 def test_the_counts_of_the_page_are_counts_of_significance_csv(tmp_path):
     mixed_table(tmp_path, seed=3)
     comp = cmp.compare_table("2", tmp_path)
     t = comp.significance
-    page = findings_markdown([comp], cmp.coverage([comp]))
+    page = findings_markdown([comp], coverage([comp]))
     for sel, label in (("validation", "honest: age on a validation split"),
                        ("test", "same fits, age on the test split (favours more candidates)")):  # fmt: skip
         for a, b in (("gaga", "acs"), ("gaga", "mospl"), ("acs", "original")):
@@ -113,7 +116,7 @@ def test_one_function_decides_the_direction():
 
 def test_cadata_and_houses_are_one_data_set_and_count_once():
     assert blocks.data_identity("cadata") == blocks.data_identity("houses") != blocks.data_identity("music")
-    pap = cmp.load_paper("gaga", 3)
+    pap = load_paper("gaga", 3)
     pap["noise_rate"] = pd.to_numeric(pap["noise_rate"], errors="coerce").fillna(0.0)
     frame = blocks.line_frame(cmp.paper_lines(pap, 3))
     left = frame[~frame["pooled"]]
@@ -126,7 +129,7 @@ def test_sweeps_have_no_test_across_their_points(tmp_path, key):
     comp = cmp.compare_table(key, tmp_path)  # no rows: the paper's lines alone
     assert blocks.is_sweep(comp.lines) and not comp.lines["pooled"].any()
     assert comp.ranks == {}
-    md = cmp.write_table(comp, tmp_path / "out", figures=False)[0].read_text()
+    md = write_table(comp, tmp_path / "out", figures=False)[0].read_text()
     assert "A sweep, not a set of data sets" in md and "Friedman test over" not in md
 
 
@@ -178,5 +181,5 @@ def test_candidates_per_run_reach_the_tables_and_the_selection_bias_is_measured(
         better = vals["mospl"] >= vals["original"] if row == "mfeat-pixel†" else vals["mospl"] <= vals["original"]
         by_hand.append(float(np.mean(better)))
     np.testing.assert_allclose(sorted(pair["share_b_not_worse"]), sorted(by_hand))
-    page = findings_markdown([comp], cmp.coverage([comp]))
+    page = findings_markdown([comp], coverage([comp]))
     assert "| MOSPL | Original | 150 against 1 | 100% of 16 seeds | 100% of 16 seeds |" in page

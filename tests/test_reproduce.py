@@ -18,35 +18,55 @@ from fake_rows import fake_table2_rows as _fake_rows
 from spl_bench.environment import describe, environment_json
 from spl_bench.errors import ConfigError
 from spl_bench.report import compare as cmp
+from spl_bench.report import status as report_status
+from spl_bench.report.bands import agreement
+from spl_bench.report.coverage import _far_reasons
+from spl_bench.report.ours import load_failures, load_ours
+from spl_bench.report.page import _order_mark, clean_lines, row_summary, write_table
+from spl_bench.report.reproduction import tables_dir, write_all
+from spl_bench.report.status import FIDELITY_NOTE, available, cell_status
 from spl_bench.rowfiles import read_row_file, write_row_file
-from spl_bench.runner import drift
+from spl_bench.runner import commits, drift
 from spl_bench.runner import reproduce as rp
+from spl_bench.runner.cells import Cell, cell_hash, compose_cell, table_cells
+from spl_bench.runner.committed import read_rows, rows_file
+from spl_bench.runner.plan import CellState, cell_states, plan_lines, seconds_per_run
+from spl_bench.runner.retiming import (
+    RETIMED_COLUMNS,
+    append_retimed_row,
+    retimed,
+    retimed_at,
+    retimed_ratios,
+    todays_seconds,
+)
+from spl_bench.runner.run_config import estimator_factory
+from spl_bench.table_registry import TABLES
 
 
 def test_table_cells_follow_the_sweep_configs():
-    t2 = rp.table_cells("2")
+    t2 = table_cells("2")
     assert len(t2) == 40  # 10 rows x 4 methods
-    assert rp.Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=gaga")) in t2
-    assert len(rp.table_cells("2", methods=["gaga"], data=["music", "houses"])) == 2
-    op2 = rp.table_cells("op2")
+    assert Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=gaga")) in t2
+    assert len(table_cells("2", methods=["gaga"], data=["music", "houses"])) == 2
+    op2 = table_cells("op2")
     assert len(op2) == 6 * 2 * 2 + 6  # data x {outlier_path, cccp} x {theta, s}, plus C-SVM per data set
-    assert len(rp.table_cells("9")) == 15 * 3
-    some = rp.table_cells("11", where=["model.params.C=0.5", "model.params.C=1.0", "method=gaga"])
+    assert len(table_cells("9")) == 15 * 3
+    some = table_cells("11", where=["model.params.C=0.5", "model.params.C=1.0", "method=gaga"])
     assert [c.overrides for c in some] == [("model.params.C=0.5", "method=gaga"), ("model.params.C=1.0", "method=gaga")]
     with pytest.raises(ConfigError, match="key=value"):
-        rp.table_cells("11", where=["C"])
+        table_cells("11", where=["C"])
 
 
 def test_cell_hash_is_the_runners(tmp_path, data_dir):
     """A committed row's hash is the one ``spl-bench run`` gives the same overrides (so resuming is exact)."""
     from spl_bench.runner.cli import main
 
-    cell = rp.Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=original"))
+    cell = Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=original"))
     code = main(["run", f"results_root={tmp_path}", "protocol.n_runs=1", "progress=false", "print_table=false",
                  "experiment=gaga_table2", *cell.overrides])  # fmt: skip
     assert code == 0
     rows = pd.concat(pd.read_csv(p) for p in tmp_path.rglob("results.csv"))
-    assert set(rows["config_hash"]) == {rp.cell_hash(rp.compose_cell(cell))}
+    assert set(rows["config_hash"]) == {cell_hash(compose_cell(cell))}
     ours = rp.run_seed(cell, 0)
     got = {r["metric"]: r["value"] for r in ours}
     for metric, value in rows.set_index("metric")["value"].items():
@@ -57,28 +77,26 @@ def test_checkpoint_override_reaches_gaga_and_leaves_the_hash_alone(tmp_path):
     """GAGA cells get the checkpoint directory and BLAS threads (the other methods have no such
     settings), and the config hash, which decides which committed rows a cell owns, does not
     change with them."""
-    from spl_bench.runner import app
-
-    gaga = rp.Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=gaga"))
-    acs = rp.Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=acs"))
+    gaga = Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=gaga"))
+    acs = Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=acs"))
     assert rp.run_only_overrides(acs, tmp_path) == ()
     assert rp.run_only_overrides(gaga, None) == ()
     extra = rp.run_only_overrides(gaga, tmp_path)
-    cfg = rp.compose_cell(gaga, extra)
-    assert rp.cell_hash(cfg) == rp.cell_hash(rp.compose_cell(gaga))
-    est = app.estimator_factory(cfg)()
+    cfg = compose_cell(gaga, extra)
+    assert cell_hash(cfg) == cell_hash(compose_cell(gaga))
+    est = estimator_factory(cfg)()
     assert est.get_params()["checkpoint_dir"] == str(tmp_path.resolve())
     threads = rp.run_only_overrides(gaga, tmp_path, blas_threads=2)
     assert rp.run_only_overrides(acs, tmp_path, blas_threads=2) == ()
-    cfg2 = rp.compose_cell(gaga, threads)
-    assert rp.cell_hash(cfg2) == rp.cell_hash(rp.compose_cell(gaga))
-    assert app.estimator_factory(cfg2)().get_params()["blas_threads"] == 2
+    cfg2 = compose_cell(gaga, threads)
+    assert cell_hash(cfg2) == cell_hash(compose_cell(gaga))
+    assert estimator_factory(cfg2)().get_params()["blas_threads"] == 2
 
 
 def test_a_sweep_run_logs_its_progress(capsys, data_dir):
     """A run in a sweep prints the estimator's progress (here ACS's grid) as a log line naming
     the cell and seed; without ``progress`` it prints nothing."""
-    cell = rp.Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=acs"))
+    cell = Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=acs"))
     quiet = rp.run_seed(cell, 0)
     assert capsys.readouterr().out == ""
     loud = rp.run_seed(cell, 0, progress=True)
@@ -88,26 +106,26 @@ def test_a_sweep_run_logs_its_progress(capsys, data_dir):
 
 
 def test_sweep_resumes_from_committed_rows(tmp_path, data_dir):
-    cell = rp.Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=original"))
-    states = rp.cell_states([cell], tmp_path)
+    cell = Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=original"))
+    states = cell_states([cell], tmp_path)
     assert rp.pending_tasks(states, 2, None) == [(cell, 0), (cell, 1)]
     lines: list[str] = []
     assert rp.run_tables(states, 2, log=lines.append, root=tmp_path) == {}
     assert any("seed 1: gen_error" in line for line in lines)
-    again = rp.cell_states([cell], tmp_path)
+    again = cell_states([cell], tmp_path)
     assert again[0].done == {0, 1} and rp.pending_tasks(again, 2, None) == []
     assert rp.pending_tasks(again, 3, None) == [(cell, 2)]
     # a per-run budget below the measured time gives the cell no new seed (reduced runs)
     assert rp.pending_tasks(again, 3, max_cell_seconds=0.0) == []
     index = pd.read_csv(tmp_path / "gaga_table2" / "index.csv")
     assert list(index["config_hash"]) == [again[0].config_hash]
-    plan = rp.plan_lines(again, 3)
+    plan = plan_lines(again, 3)
     assert "2/3 done" in plan[0] and plan[-1].startswith("total: 1 runs left")
     # rows of another configuration hash are listed as stale and never read
     stale = again[0].file.with_name(f"{cell.cell_id}__000000000000.csv")
     stale.write_text(again[0].file.read_text())
-    assert rp.cell_states([cell], tmp_path)[0].stale == [stale]
-    assert len(cmp.load_ours("gaga_table2", tmp_path)) == len(rp.read_rows(again[0].file))
+    assert cell_states([cell], tmp_path)[0].stale == [stale]
+    assert len(load_ours("gaga_table2", tmp_path)) == len(read_rows(again[0].file))
 
 
 def test_a_cell_without_its_data_fails_once_and_its_other_seeds_are_passed_over(tmp_path, data_dir, monkeypatch):
@@ -115,8 +133,8 @@ def test_a_cell_without_its_data_fails_once_and_its_other_seeds_are_passed_over(
     once and its other seeds are passed over (said in one line); the other cell runs all its seeds."""
     from spl_bench.errors import DataError
 
-    ok = rp.Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=original"))
-    gone = rp.Cell("5", "gaga_table5", ("+table_row=t5_nomao_n20", "method=original"))
+    ok = Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=original"))
+    gone = Cell("5", "gaga_table5", ("+table_row=t5_nomao_n20", "method=original"))
     real, calls = rp.run_seed, []
 
     def fake(cell, seed, extra=(), progress=False):
@@ -126,7 +144,7 @@ def test_a_cell_without_its_data_fails_once_and_its_other_seeds_are_passed_over(
         return real(cell, seed, extra)
 
     monkeypatch.setattr(rp, "run_seed", fake)
-    states = rp.cell_states([gone, ok], tmp_path)
+    states = cell_states([gone, ok], tmp_path)
     lines: list[str] = []
     failures = rp.run_tables(states, 3, log=lines.append, root=tmp_path)
     assert list(failures) == [gone.label]
@@ -140,32 +158,32 @@ def test_todays_seconds_count_the_seeds_run_since_the_re_timing(monkeypatch):
     """The re-timed seed at its re-timing and the seeds committed by code no older than the
     re-timing's at their own seconds; older seeds do not count.  Without the commits' times (no
     git, an unknown commit) the re-timings alone, as before."""
-    monkeypatch.setattr(rp, "_commit_times", lambda: {"aaa": 1, "bbb": 2, "ccc": 3})
+    monkeypatch.setattr(commits, "commit_times", lambda: {"aaa": 1, "bbb": 2, "ccc": 3})
     seeds = pd.DataFrame({"time_s": [1000.0, 900.0, 100.0, 120.0],
                           "code_version": ["0.1.0+aaa", "0.1.0+aaa", "0.1.0+bbb", "0.1.0+ccc"]},
                          index=pd.Index([0, 1, 2, 3], name="seed"))
     rows = pd.DataFrame({"seed": [0], "cpu_s": [200.0], "committed_s": [1000.0], "code_version": ["0.1.0+bbb+flag"]})
-    assert rp._todays_seconds(rows, seeds, rp._retimed_at(rows)) == pytest.approx((200 + 100 + 120) / 3, rel=1e-12)
+    assert todays_seconds(rows, seeds, retimed_at(rows)) == pytest.approx((200 + 100 + 120) / 3, rel=1e-12)
     later = rows.assign(code_version="0.1.0+ccc")
-    assert rp._todays_seconds(later, seeds, rp._retimed_at(later)) == pytest.approx((200 + 120) / 2, rel=1e-12)
+    assert todays_seconds(later, seeds, retimed_at(later)) == pytest.approx((200 + 120) / 2, rel=1e-12)
     unknown = rows.assign(code_version="0.1.0+zzz")
-    assert rp._todays_seconds(unknown, seeds, rp._retimed_at(unknown)) == 200.0
-    monkeypatch.setattr(rp, "_commit_times", dict)
-    assert rp._todays_seconds(rows, seeds, rp._retimed_at(rows)) == 200.0
+    assert todays_seconds(unknown, seeds, retimed_at(unknown)) == 200.0
+    monkeypatch.setattr(commits, "commit_times", dict)
+    assert todays_seconds(rows, seeds, retimed_at(rows)) == 200.0
 
 
 def test_plan_prefers_todays_re_timings_and_scales_their_family(tmp_path):
     """A re-timed cell's ETA uses its re-timing, the other cells of its (table, method) family the
     committed seconds times the family's median ratio, other families their committed seconds."""
-    cells = [rp.Cell("16", "gaga_table16", (f"noise.rate={r}", "method=gaga")) for r in ("0.1", "0.2")]
-    cells.append(rp.Cell("16", "gaga_table16", ("noise.rate=0.1", "method=acs")))
+    cells = [Cell("16", "gaga_table16", (f"noise.rate={r}", "method=gaga")) for r in ("0.1", "0.2")]
+    cells.append(Cell("16", "gaga_table16", ("noise.rate=0.1", "method=acs")))
     path = tmp_path / "retimed.csv"
     pd.DataFrame([{"rows_name": "gaga_table16", "cell_id": cells[0].cell_id, "seed": s, "cpu_s": c}
                   for s, c in ((0, 30.0), (1, 50.0))]).to_csv(path, index=False)
-    assert rp.retimed(path) == {("gaga_table16", cells[0].cell_id): 40.0}
-    states = [rp.CellState(c, "h", tmp_path / "x.csv", {0}, [], committed, again)
+    assert retimed(path) == {("gaga_table16", cells[0].cell_id): 40.0}
+    states = [CellState(c, "h", tmp_path / "x.csv", {0}, [], committed, again)
               for c, committed, again in zip(cells, (100.0, 200.0, 50.0), (40.0, None, None), strict=True)]
-    plan = rp.plan_lines(states, 3)
+    plan = plan_lines(states, 3)
     assert "r40.0 s/run" in plan[0] and "≈80.0 s/run" in plan[1] and " 50.0 s/run" in plan[2]
     # 2 runs left per cell: (40 + 80 + 50) * 2 = 340 s; from the committed seconds (100 + 200 + 50) * 2
     assert "ETA 6 min" in plan[3] and "from the committed rows' seconds alone: 12 min" in plan[4]
@@ -178,12 +196,12 @@ def test_plan_prefers_todays_re_timings_and_scales_their_family(tmp_path):
     # runs committed later by today's code (a faster committed mean, 45 s here) do not dilute
     pd.DataFrame([{"rows_name": "gaga_table16", "cell_id": cells[0].cell_id, "seed": 0, "cpu_s": 40.0,
                    "committed_s": 100.0}]).to_csv(path, index=False)
-    assert rp.retimed_ratios(path) == {("gaga_table16", cells[0].cell_id): 0.4}
-    states[0] = rp.CellState(cells[0], "h", tmp_path / "x.csv", {0, 1}, [], 45.0, 40.0, 0.4)
-    assert "≈80.0 s/run" in rp.plan_lines(states, 3)[1]
+    assert retimed_ratios(path) == {("gaga_table16", cells[0].cell_id): 0.4}
+    states[0] = CellState(cells[0], "h", tmp_path / "x.csv", {0, 1}, [], 45.0, 40.0, 0.4)
+    assert "≈80.0 s/run" in plan_lines(states, 3)[1]
     # a cell whose data must be downloaded is marked, and its part of the ETA given on its own
     states[2].data_here = False
-    plan = rp.plan_lines(states, 3)
+    plan = plan_lines(states, 3)
     assert plan[2].endswith("download") and not plan[1].endswith("download")
     # left: 1 run of cell 0 (40 s), 2 of cell 1 (80 s each), 2 of cell 2 (50 s each): 300 s in all
     assert "ETA 5 min" in plan[3]
@@ -194,25 +212,25 @@ def test_a_family_scaled_cell_scales_only_its_seeds_older_than_the_family_re_tim
     """``≈``: seeds made by code no older than the family's re-timing are today's seconds already and
     are not scaled again; the older seeds are scaled by the family's ratio.  Without commit times
     (no git) the committed mean is scaled, as before."""
-    cells = [rp.Cell("16", "gaga_table16", (f"noise.rate={r}", "method=gaga")) for r in ("0.1", "0.2")]
-    states = [rp.CellState(cells[0], "h", tmp_path / "x.csv", {0}, [], 100.0, 40.0, 0.4, retimed_since=5),
-              rp.CellState(cells[1], "h", tmp_path / "y.csv", {0, 1, 2}, [], 100.0,
+    cells = [Cell("16", "gaga_table16", (f"noise.rate={r}", "method=gaga")) for r in ("0.1", "0.2")]
+    states = [CellState(cells[0], "h", tmp_path / "x.csv", {0}, [], 100.0, 40.0, 0.4, retimed_since=5),
+              CellState(cells[1], "h", tmp_path / "y.csv", {0, 1, 2}, [], 100.0,
                            seed_times=((200.0, 1), (60.0, 5), (40.0, 9)))]
-    per, mark, committed = rp.seconds_per_run(states)[1]
+    per, mark, committed = seconds_per_run(states)[1]
     # seed 0 (code of time 1) scaled: 200 * 0.4 = 80; seeds 1 and 2 (times 5, 9) at their own seconds
     assert mark == "≈" and committed == 100.0 and per == pytest.approx((80 + 60 + 40) / 3, rel=1e-12)
     # the old rule, committed mean times the ratio, would have given 40 s: the two new seeds twice discounted
     states[1].seed_times = ((200.0, None), (60.0, None), (40.0, None))
-    assert rp.seconds_per_run(states)[1][0] == pytest.approx(100.0 * 0.4, rel=1e-12)
+    assert seconds_per_run(states)[1][0] == pytest.approx(100.0 * 0.4, rel=1e-12)
     states[1].seed_times = ((200.0, 1), (60.0, 5), (40.0, 9))
     states[0].retimed_since = None  # the family's re-timing commit unknown: the old rule
-    assert rp.seconds_per_run(states)[1][0] == pytest.approx(100.0 * 0.4, rel=1e-12)
+    assert seconds_per_run(states)[1][0] == pytest.approx(100.0 * 0.4, rel=1e-12)
 
 
 def test_cell_states_record_each_seeds_code_time_and_the_re_timings(tmp_path, monkeypatch):
-    monkeypatch.setattr(rp, "_commit_times", lambda: {"aaa": 1, "bbb": 2})
-    cell = rp.Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=original"))
-    path = rp.rows_file(cell, rp.cell_hash(rp.compose_cell(cell)), tmp_path)
+    monkeypatch.setattr(commits, "commit_times", lambda: {"aaa": 1, "bbb": 2})
+    cell = Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=original"))
+    path = rows_file(cell, cell_hash(compose_cell(cell)), tmp_path)
     path.parent.mkdir(parents=True)
     write_row_file(pd.DataFrame([{"seed": s, "metric": "gen_error", "value": 0.1, "time_s": t, "code_version": v}
                                  for s, t, v in ((0, 100.0, "0.1.0+aaa"), (1, 30.0, "0.1.0+bbb"),
@@ -220,7 +238,7 @@ def test_cell_states_record_each_seeds_code_time_and_the_re_timings(tmp_path, mo
     retimed = tmp_path / "retimed.csv"
     pd.DataFrame([{"rows_name": "gaga_table2", "cell_id": cell.cell_id, "seed": 0, "cpu_s": 10.0,
                    "committed_s": 100.0, "code_version": "0.1.0+bbb"}]).to_csv(retimed, index=False)
-    st = rp.cell_states([cell], tmp_path, retimed)[0]
+    st = cell_states([cell], tmp_path, retimed)[0]
     assert st.seed_times == ((100.0, 1), (30.0, 2), (20.0, None)) and st.retimed_since == 2
     # today's seconds: seed 0 at its re-timing, seed 1 (made by the re-timing's code) at its own
     assert st.sec_retimed == pytest.approx((10.0 + 30.0) / 2, rel=1e-12)
@@ -229,9 +247,9 @@ def test_cell_states_record_each_seeds_code_time_and_the_re_timings(tmp_path, mo
 def test_a_re_timing_counts_only_while_its_seed_is_the_committed_one(tmp_path):
     """A re-timed seed that was run again (its committed seconds changed: new code, a rerun cell) no
     longer gives the cell's seconds per run; the seeds still committed as re-timed do."""
-    cell = rp.Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=original"))
-    h = rp.cell_hash(rp.compose_cell(cell))
-    path = rp.rows_file(cell, h, tmp_path)
+    cell = Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=original"))
+    h = cell_hash(compose_cell(cell))
+    path = rows_file(cell, h, tmp_path)
     path.parent.mkdir(parents=True)
 
     def commit(times: dict[int, float]) -> None:
@@ -243,13 +261,13 @@ def test_a_re_timing_counts_only_while_its_seed_is_the_committed_one(tmp_path):
     pd.DataFrame([{"rows_name": "gaga_table2", "cell_id": cell.cell_id, "seed": s, "cpu_s": c, "committed_s": t,
                    "code_version": "v"} for s, c, t in timings]).to_csv(retimed, index=False)
     commit({0: 100.0, 1: 200.004})  # re-timings once stored the committed seconds rounded to 0.01 s
-    st = rp.cell_states([cell], tmp_path, retimed)[0]
+    st = cell_states([cell], tmp_path, retimed)[0]
     assert st.sec_retimed == 20.0 and st.retimed_ratio == pytest.approx(0.125)
     commit({0: 100.0, 1: 3.0})  # seed 1 made again: only seed 0's re-timing describes the cell
-    st = rp.cell_states([cell], tmp_path, retimed)[0]
+    st = cell_states([cell], tmp_path, retimed)[0]
     assert st.sec_retimed == 10.0 and st.retimed_ratio == pytest.approx(0.1)
     commit({0: 2.0, 1: 3.0})  # both made again: the committed rows' own seconds
-    st = rp.cell_states([cell], tmp_path, retimed)[0]
+    st = cell_states([cell], tmp_path, retimed)[0]
     assert st.sec_retimed is None and st.retimed_ratio is None and st.sec_per_run == 2.5
 
 
@@ -261,12 +279,12 @@ def test_re_timings_are_appended_so_that_two_re_timing_processes_keep_each_other
                 "agrees": True, "worst_rel": 0.0, "code_version": "v", "date": "2026-11-27"}
 
     # process A read the file (empty), then process B appended a row, then A appends its own
-    rp.append_retimed_row(path, row("a", 10.0))
-    rp.append_retimed_row(path, row("b", 20.0))
+    append_retimed_row(path, row("a", 10.0))
+    append_retimed_row(path, row("b", 20.0))
     frame = pd.read_csv(path)
-    assert list(frame.columns) == rp.RETIMED_COLUMNS
+    assert list(frame.columns) == RETIMED_COLUMNS
     assert list(frame["cell_id"]) == ["a", "b"] and list(frame["cpu_s"]) == [10.0, 20.0]
-    assert rp.retimed(path) == {("outlier_path_table2", "a"): 10.0, ("outlier_path_table2", "b"): 20.0}
+    assert retimed(path) == {("outlier_path_table2", "a"): 10.0, ("outlier_path_table2", "b"): 20.0}
 
 
 def test_comparison_against_an_independent_computation(tmp_path):
@@ -282,7 +300,7 @@ def test_comparison_against_an_independent_computation(tmp_path):
         assert r["runs"] == 2 and r["status"] == "partial"
         assert music.loc[(m, "test"), "ours_mean"] == pytest.approx(np.mean(tests[m]))
     assert music.loc[("gaga", "validation"), "paper_mean"] == 0.206  # the paper's Table 2, music†
-    table = cmp.row_summary(comp.cells, "validation").set_index("row").loc["music†"]
+    table = row_summary(comp.cells, "validation").set_index("row").loc["music†"]
     assert table["gaga"].startswith("**0.210")  # ours: GAGA best (0.210 mean)
     assert table["paper order holds"] == "no"  # ours: MOSPL (0.24) behind ACS (0.23)
     other = comp.cells[comp.cells["dataset"] != "music"]
@@ -337,8 +355,8 @@ def test_worse_cells_are_explained_by_the_clean_reference_or_the_authors_noise(t
     assert "under the authors' noise" in mf["reason"] and "ours is 0.840 (1 runs)" in mf["reason"]
     # mfeat-pixel ACS: its reference (0.875) is below the paper's 0.937 by less than 3 stds (0.054)
     # and it has no authors' row: unexplained
-    assert val.loc[("mfeat_pixel", "acs"), "reason"].endswith(cmp.FIDELITY_NOTE["worse"])
-    md = cmp.clean_lines(cells).set_index("row")
+    assert val.loc[("mfeat_pixel", "acs"), "reason"].endswith(FIDELITY_NOTE["worse"])
+    md = clean_lines(cells).set_index("row")
     assert md.loc["pendigits‡", "plain model, clean labels"] == "0.820 ± 0.010 (3)"
     assert md.loc["pendigits‡", "paper: best"].endswith("(gaga)")
 
@@ -347,14 +365,14 @@ def test_deferred_and_failed_cells_carry_their_reason(tmp_path, monkeypatch):
     """A cell without rows listed in ``deferred.csv`` is ``not_run`` with the measured reason, one in
     ``failures.csv`` is ``failed``; the others keep the generic ``not_run`` reason."""
     # every data set counts as loadable here: whether houses is in the data folder is another test's matter
-    monkeypatch.setattr(cmp, "_available", lambda dataset: True)
+    monkeypatch.setattr(report_status, "available", lambda dataset: True)
     vals = {"original": [0.33, 0.35]}
     _fake_rows(tmp_path, vals, vals)
     pd.DataFrame([{"paper": "gaga", "table": 2, "dataset": "houses", "method": "gaga",
                    "reason": "measured: too slow here"}]).to_csv(tmp_path / "deferred.csv", index=False)
     pd.DataFrame([{"paper": "gaga", "table": 2, "dataset": "ailerons", "method": "acs", "cell": "x", "seed": 0,
                    "reason": "ValueError: boom"}]).to_csv(tmp_path / "failures.csv", index=False)
-    cells = cmp.compare_table("2", tmp_path, cmp.load_failures(tmp_path)).cells
+    cells = cmp.compare_table("2", tmp_path, load_failures(tmp_path)).cells
     cells = cells[cells["selection"] == "validation"].set_index(["dataset", "method"])
     assert tuple(cells.loc[("houses", "gaga"), ["status", "reason"]]) == ("not_run", "measured: too slow here")
     assert tuple(cells.loc[("ailerons", "acs"), ["status", "reason"]]) == ("failed", "ValueError: boom")
@@ -366,43 +384,43 @@ def test_a_cell_without_rows_is_unavailable_offline_exactly_when_its_file_is_mis
     """``unavailable_offline`` follows the data folder: the same empty cell is ``not_run`` once the file is there."""
     monkeypatch.setenv("SPL_BENCH_DATA_DIR", str(tmp_path / "data"))
     (tmp_path / "data").mkdir()
-    cmp._available.cache_clear()  # an earlier test of this process may have seen the real data folder
+    available.cache_clear()  # an earlier test of this process may have seen the real data folder
     vals = {"original": [0.33, 0.35]}
     _fake_rows(tmp_path / "rows", vals, vals)
 
     def houses_acs() -> str:
-        cmp._available.cache_clear()  # it caches the answer per data set for a report's run
+        available.cache_clear()  # it caches the answer per data set for a report's run
         cells = cmp.compare_table("2", tmp_path / "rows").cells
         return cells[(cells["selection"] == "validation") & (cells["dataset"] == "houses")
                      & (cells["method"] == "acs")]["status"].item()  # fmt: skip
 
-    assert cmp._available("diabetes")  # scikit-learn's own data sets always load
-    assert not cmp._available("houses") and houses_acs() == "unavailable_offline"
+    assert available("diabetes")  # scikit-learn's own data sets always load
+    assert not available("houses") and houses_acs() == "unavailable_offline"
     (tmp_path / "data" / "houses.csv.gz").write_bytes(b"")
-    assert houses_acs() == "not_run" and cmp._available("houses")
-    cmp._available.cache_clear()
+    assert houses_acs() == "not_run" and available("houses")
+    available.cache_clear()
 
 
 def test_far_classification_cells_are_explained_only_in_the_direction_the_noise_explains():
     """|z| > 3 on accuracy: the paper's noisy test labels explain ours above the paper, not below."""
     base = dict(paper="gaga", table=5, dataset="mfeat_pixel", method="gaga", runs=20, time_s=1.0,
                 selection="validation", metric="accuracy")
-    above = cmp._status(pd.Series({**base, "z": 5.0}), {})
-    below = cmp._status(pd.Series({**base, "z": -5.0}), {})
-    near = cmp._status(pd.Series({**base, "z": -1.0}), {})
-    assert above == ("complete", "|z| > 3: " + cmp.FIDELITY_NOTE["classification"])
-    assert below == ("complete", "|z| > 3, ours worse than the paper: " + cmp.FIDELITY_NOTE["worse"])
+    above = cell_status(pd.Series({**base, "z": 5.0}), {})
+    below = cell_status(pd.Series({**base, "z": -5.0}), {})
+    near = cell_status(pd.Series({**base, "z": -1.0}), {})
+    assert above == ("complete", "|z| > 3: " + FIDELITY_NOTE["classification"])
+    assert below == ("complete", "|z| > 3, ours worse than the paper: " + FIDELITY_NOTE["worse"])
     assert near == ("complete", "")
-    err = cmp._status(pd.Series({**base, "metric": "test_error", "z": 5.0}), {})  # a higher error is worse
+    err = cell_status(pd.Series({**base, "metric": "test_error", "z": 5.0}), {})  # a higher error is worse
     assert err[1].startswith("|z| > 3, ours worse than the paper")
     # from 50 % uniform flips the flipped label is each class's majority: explained, and said so
-    inverted = cmp._status(pd.Series({**base, "noise_rate": 0.6, "z": -50.0}), {})
-    assert inverted == ("complete", "|z| > 3, ours worse than the paper: " + cmp.FIDELITY_NOTE["inverted"])
-    assert cmp._status(pd.Series({**base, "noise_rate": 0.4, "z": -5.0}), {}) == below
+    inverted = cell_status(pd.Series({**base, "noise_rate": 0.6, "z": -50.0}), {})
+    assert inverted == ("complete", "|z| > 3, ours worse than the paper: " + FIDELITY_NOTE["inverted"])
+    assert cell_status(pd.Series({**base, "noise_rate": 0.4, "z": -5.0}), {}) == below
 
 
 def test_agreement_is_a_column_of_its_own_by_paper_stds():
-    assert [cmp.agreement(z) for z in (0.0, -1.0, 1.5, -2.0, 2.9, 3.0, -3.01, 40.0, np.inf, np.nan)] == [
+    assert [agreement(z) for z in (0.0, -1.0, 1.5, -2.0, 2.9, 3.0, -3.01, 40.0, np.inf, np.nan)] == [
         "within 1 std", "within 1 std", "within 2 stds", "within 2 stds", "within 3 stds", "within 3 stds",
         "beyond 3 stds", "beyond 3 stds", "beyond 3 stds", "–"]  # fmt: skip
 
@@ -412,14 +430,14 @@ def test_outlier_path_rows_name_their_data_set_and_carry_no_gaga_order(tmp_path)
     rows = set(comp.cells["row"])
     assert "D1 breast_cancer" in rows and not any(r == "D1" for r in rows)
     assert set(comp.cells[comp.cells["runs"] == 0]["agreement"]) == {"–"}
-    lines = cmp.row_summary(comp.cells, "validation")
+    lines = row_summary(comp.cells, "validation")
     assert "paper order holds" not in lines.columns
-    md = cmp.write_table(comp, tmp_path / "out", figures=False)[0].read_text()
+    md = write_table(comp, tmp_path / "out", figures=False)[0].read_text()
     assert md.startswith("# Outlier-Path (Suzumura et al., ICML 2014), Table 2") and "GAGA, MOSPL" not in md
 
 
 def test_readme_counts_the_far_cells_by_reason():
-    notes = cmp.FIDELITY_NOTE
+    notes = FIDELITY_NOTE
     ran = pd.DataFrame({
         "z": [5.0, -4.0, -9.0, -6.0, 0.5, np.inf, -3.5],
         "reason": ["|z| > 3: " + notes["regression"], "|z| > 3, ours worse than the paper: " + notes["worse"],
@@ -428,7 +446,7 @@ def test_readme_counts_the_far_cells_by_reason():
                    "|z| > 3, ours worse than the paper: " + notes["inverted"], "", "5 of 20 runs committed",
                    "|z| > 3, ours worse than the paper: " + notes["worse"]],
     })  # fmt: skip
-    lines = cmp._far_reasons(ran)
+    lines = _far_reasons(ran)
     counts = {line.split(" | ")[0].lstrip("| "): int(line.rstrip(" |").rsplit("| ", 1)[1]) for line in lines[2:-1]}
     assert sum(counts.values()) == 6  # every cell with |z| > 3 counted once (0.5 is not)
     assert counts["ours below: not explained"] == 2
@@ -439,18 +457,18 @@ def test_readme_counts_the_far_cells_by_reason():
 
 def test_order_mark():
     grp = pd.DataFrame({"method": ["original", "acs", "mospl", "gaga"], "ours_mean": [0.3, 0.25, 0.22, 0.2]})
-    assert cmp._order_mark(grp, better=False) == "yes"
-    assert cmp._order_mark(grp, better=True) == "no"
+    assert _order_mark(grp, better=False) == "yes"
+    assert _order_mark(grp, better=True) == "no"
     grp.loc[3, "ours_mean"] = 0.23
-    assert cmp._order_mark(grp, better=False) == "no"
+    assert _order_mark(grp, better=False) == "no"
 
 
 def test_committed_tables_are_regenerated_identically(tmp_path, data_dir):
     """CI: the committed comparison tables and coverage.csv are those the committed rows give."""
-    committed = cmp.tables_dir()
+    committed = tables_dir()
     if not (committed / "coverage.csv").is_file():
         pytest.fail("results/tables/coverage.csv is missing: run scripts/reproduce_tables.py --report-only")
-    cmp.write_all(tmp_path, figures=False)
+    write_all(tmp_path, figures=False)
     for fresh in sorted(tmp_path.rglob("*")):
         if fresh.suffix not in (".md", ".csv"):
             continue
@@ -474,9 +492,9 @@ def test_reported_numbers_do_not_drift(key, cell_id, data_dir):
     """Seeds 0-1 (those committed) of one cell per table, rerun: a change that moves a published number
     fails here.  A value equal to the one recorded for this process's BLAS kernel family
     (:mod:`spl_bench.runner.drift`) passes too: the committed rows were made with another family."""
-    exp = cmp.TABLES[key][0]
-    cell = next(c for c in rp.table_cells(key) if c.cell_id == cell_id)
-    committed = cmp.load_ours(exp)
+    exp = TABLES[key][0]
+    cell = next(c for c in table_cells(key) if c.cell_id == cell_id)
+    committed = load_ours(exp)
     committed = committed[committed["cell"] == cell_id]
     kernel = drift.kernel_family()
     for seed in sorted(set(committed["seed"]) & set(drift.DRIFT_SEEDS)):
@@ -525,7 +543,7 @@ def test_drift_reference_script_records_this_kernels_values(tmp_path, data_dir):
     key, cell_id, _ = next(c for c in drift.drift_cells() if c[0] == "2")
     assert set(ref["table"]) == {"2"} and set(ref["cell"]) == {cell_id}
     assert set(ref["kernel"]) == {done.stdout.splitlines()[0].split(": ")[1]}
-    committed = cmp.load_ours(cmp.TABLES["2"][0])
+    committed = load_ours(TABLES["2"][0])
     committed = committed[(committed["cell"] == cell_id) & committed["seed"].isin(drift.DRIFT_SEEDS)]
     merged = ref.merge(committed, on=["seed", "metric"], suffixes=("", "_committed"))
     assert len(merged) == len(committed) > 0
@@ -534,28 +552,28 @@ def test_drift_reference_script_records_this_kernels_values(tmp_path, data_dir):
 
 
 def test_authors_variant_composes_the_authors_noise():
-    cls = rp.table_cells("2", ["original"], ["pendigits"], "authors")[0]
+    cls = table_cells("2", ["original"], ["pendigits"], "authors")[0]
     assert cls.rows_name == "gaga_table2@authors"
-    cfg = rp.compose_cell(cls)
+    cfg = compose_cell(cls)
     assert cfg.noise.kind == "near_boundary_flip" and cfg.noise.options.count == "pool"
     assert cfg.protocol.noise_scope == "all" and cfg.noise.rate == 0.3
-    reg = rp.compose_cell(rp.table_cells("2", ["original"], ["music"], "authors")[0])
+    reg = compose_cell(table_cells("2", ["original"], ["music"], "authors")[0])
     assert reg.noise.kind == "gaussian_shift" and reg.protocol.noise_scope == "train"
-    base = rp.table_cells("2", ["original"], ["pendigits"])[0]
-    assert rp.cell_hash(cfg) != rp.cell_hash(rp.compose_cell(base))
+    base = table_cells("2", ["original"], ["pendigits"])[0]
+    assert cell_hash(cfg) != cell_hash(compose_cell(base))
     with pytest.raises(Exception, match="variant"):
-        rp.table_cells("2", variant="nope")
+        table_cells("2", variant="nope")
 
 
 def test_authors_protocol_variant_composes_the_authors_whole_protocol():
-    reg = rp.compose_cell(rp.table_cells("2", ["gaga"], ["music"], "authors_protocol")[0])
+    reg = compose_cell(table_cells("2", ["gaga"], ["music"], "authors_protocol")[0])
     assert (reg.protocol.splits, reg.protocol.scaling, reg.protocol.selection) == ("kfold20", "authors", "test")
     assert reg.noise.kind == "gaussian_shift" and reg.noise.rate == 0.3 and reg.model.name == "lasso"
-    cls = rp.compose_cell(rp.table_cells("2", ["acs"], ["mfeat_pixel"], "authors_protocol")[0])
+    cls = compose_cell(table_cells("2", ["acs"], ["mfeat_pixel"], "authors_protocol")[0])
     assert cls.noise.kind == "near_boundary_flip" and cls.protocol.noise_scope == "all"
     assert dict(cls.data.binarize) == {"kind": "first_rows", "n": 500}  # their coding of mfeat-pixel
-    pen = rp.compose_cell(rp.table_cells("2", ["acs"], ["pendigits"], "authors_protocol")[0])
-    ours = rp.compose_cell(rp.table_cells("2", ["acs"], ["pendigits"])[0])
+    pen = compose_cell(table_cells("2", ["acs"], ["pendigits"], "authors_protocol")[0])
+    ours = compose_cell(table_cells("2", ["acs"], ["pendigits"])[0])
     assert dict(pen.data.binarize) == dict(ours.data.binarize)  # class >= 5 -> +1: the authors' coding already
 
 
@@ -576,19 +594,19 @@ def test_authors_protocol_rows_are_reported_as_rmse_under_test_selection(tmp_pat
 def test_clean_variant_is_one_plain_model_cell_per_row_without_noise():
     # Table 8 sweeps two data sets x three noise rates x two methods: the reference is one
     # plain-model cell per data set, its noise rate 0
-    cells = rp.table_cells("8", variant="clean")
+    cells = table_cells("8", variant="clean")
     assert [c.overrides for c in cells] == [("data=mfeat_pixel", "method=original"),
                                             ("data=pendigits", "method=original")]
     assert {c.rows_name for c in cells} == {"gaga_table8@clean"}
-    cfg = rp.compose_cell(cells[1])
+    cfg = compose_cell(cells[1])
     assert cfg.noise.rate == 0 and cfg.method.name == "original" and cfg.data.name == "pendigits"
-    noisy = rp.compose_cell(rp.table_cells("8", ["robust_svm"], ["pendigits"])[0])
+    noisy = compose_cell(table_cells("8", ["robust_svm"], ["pendigits"])[0])
     assert cfg.model == noisy.model and cfg.protocol == noisy.protocol and noisy.noise.rate > 0
     # a table without an original column (Table 11) still gets its rows' plain model, per C
-    t11 = rp.table_cells("11", variant="clean")
+    t11 = table_cells("11", variant="clean")
     assert len(t11) == 19 and all(c.overrides[-1] == "method=original" for c in t11)
     with pytest.raises(Exception, match="GAGA tables"):
-        rp.table_cells("op2", variant="clean")
+        table_cells("op2", variant="clean")
 
 
 def _cells(rows):
@@ -602,15 +620,15 @@ def test_table_lines_split_noise_rates_and_keep_per_method_parameters_together()
     parameter splits lines (Tables 9-12), and each method's own hyper-parameters (Table 7) do not."""
     sweep = _cells([("music", nr, "alpha=0.006", m, "gen_error", "validation", mean, 0.0, 1, mean + 0.01, 0.01, -1.0)
                     for nr in (0.1, 0.2) for m, mean in (("acs", 0.3 + nr), ("gaga", 0.2 + nr))])
-    lines = cmp.row_summary(sweep, "validation")
+    lines = row_summary(sweep, "validation")
     assert list(lines["noise"]) == ["0.1", "0.2"]
     assert lines.loc[0, "acs"].startswith("0.400") and lines.loc[1, "gaga"].startswith("**0.400")
     assert list(lines.columns)[-1] == "paper order holds"
     own = _cells([("ailerons", 0.1, p, m, "gen_error", "validation", 0.2, 0.0, 2, 0.3, 0.01, -10.0)
                   for p, m in (("e=0.2", "huber_lasso"), ("sigma=0.7", "rlssvm"), ("", "gaga"))])
-    lines = cmp.row_summary(own, "validation")
+    lines = row_summary(own, "validation")
     assert len(lines) == 1 and "param" not in lines.columns
     assert lines.loc[0, "huber_lasso"].endswith("[e=0.2]") and lines.loc[0, "rlssvm"].endswith("[sigma=0.7]")
     varied = _cells([("music", 0.3, f"alpha={a}", m, "gen_error", "validation", 0.2, 0.0, 1, 0.2, 0.01, 0.0)
                      for a in (0.001, 0.002) for m in ("acs", "gaga")])
-    assert list(cmp.row_summary(varied, "validation")["param"]) == ["alpha=0.001", "alpha=0.002"]
+    assert list(row_summary(varied, "validation")["param"]) == ["alpha=0.001", "alpha=0.002"]

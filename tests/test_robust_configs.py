@@ -15,7 +15,7 @@ from spl_bench.methods.robust.huber_lasso import HuberLassoMethod
 from spl_bench.methods.robust.lssvm import ReLSSVMMethod, RLSSVMMethod
 from spl_bench.methods.robust.robust_svm import RobustSVMMethod
 from spl_bench.paths import config_dir
-from spl_bench.runner.app import estimator_factory
+from spl_bench.runner.run_config import estimator_factory
 
 #: table -> (swept key, number of rows in the paper's table)
 SENSITIVITY = {

@@ -16,6 +16,7 @@ import pytest
 from spl_bench import atomic
 from spl_bench.errors import DamagedRows
 from spl_bench.paths import repo_root
+from spl_bench.report.ours import load_ours
 from spl_bench.rowfiles import (
     check_row_file,
     encode_rows,
@@ -24,8 +25,10 @@ from spl_bench.rowfiles import (
     write_row_file,
     write_summary,
 )
-from spl_bench.runner import reproduce as rp
+from spl_bench.runner.cells import Cell
 from spl_bench.runner.cli import main
+from spl_bench.runner.committed import append_rows, refresh_index
+from spl_bench.runner.plan import CellState, cell_states
 
 QUICK = ["method=original", "data=diabetes", "progress=false", "print_table=false"]
 
@@ -146,42 +149,41 @@ def test_report_stops_in_one_line_on_an_empty_row_file(one_run, tmp_path, capsys
 # ----------------------------------------------------------------------------- reproduce_tables and the tables
 
 
-def _committed_cell(root: Path) -> rp.CellState:
-    cell = rp.Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=original"))
-    (state,) = rp.cell_states([cell], root)
+def _committed_cell(root: Path) -> CellState:
+    cell = Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=original"))
+    (state,) = cell_states([cell], root)
     rows = [{**frame().iloc[0].to_dict(), "seed": s, "config_hash": state.config_hash} for s in (0, 1)]
-    rp.append_rows(state.file, rows)
-    rp.refresh_index([state], root)
+    append_rows(state.file, rows)
+    refresh_index([state], root)
     return state
 
 
 def test_reproduce_refuses_a_damaged_committed_file_and_never_counts_its_seeds(tmp_path):
     state = _committed_cell(tmp_path)
-    assert rp.cell_states([state.cell], tmp_path)[0].done == {0, 1}
+    assert cell_states([state.cell], tmp_path)[0].done == {0, 1}
     state.file.write_bytes(state.file.read_bytes()[:-30])
     with pytest.raises(DamagedRows, match="cut short"):
-        rp.cell_states([state.cell], tmp_path)
+        cell_states([state.cell], tmp_path)
 
 
 def test_append_rows_keeps_a_hash_that_looks_like_a_number(tmp_path):
     """Older code read a cell's file back with ``66e484979502`` as a number (inf) and wrote that."""
     path = tmp_path / "c__66e484979502.csv"
     row = {**frame().iloc[0].to_dict(), "config_hash": "66e484979502"}
-    rp.append_rows(path, [{**row, "seed": 0}])
-    rp.append_rows(path, [{**row, "seed": 1}])
+    append_rows(path, [{**row, "seed": 0}])
+    append_rows(path, [{**row, "seed": 1}])
     assert set(read_row_file(path)["config_hash"]) == {"66e484979502"}
     assert verify_tree([tmp_path])[0].problems == []
 
 
 def test_table_regeneration_refuses_a_damaged_committed_file(tmp_path):
-    """The report's loader (``report.compare.load_ours``) reads row files through ``read_row_file``."""
-    from spl_bench.report import compare as cmp
+    """The report's loader (``report.ours.load_ours``) reads row files through ``read_row_file``."""
 
     state = _committed_cell(tmp_path)
-    assert len(cmp.load_ours("gaga_table2", tmp_path)) == 2
+    assert len(load_ours("gaga_table2", tmp_path)) == 2
     state.file.write_bytes(b"")
     with pytest.raises(DamagedRows, match="the file is empty"):
-        cmp.load_ours("gaga_table2", tmp_path)
+        load_ours("gaga_table2", tmp_path)
 
 
 # ----------------------------------------------------------------------------- spl-bench verify

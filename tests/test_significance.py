@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 from fake_rows import fake_table2_rows
 from spl_bench.report import compare as cmp
 from spl_bench.report import significance as sig
+from spl_bench.report.coverage import coverage
+from spl_bench.report.page import row_summary, write_table
 
 
 def _exact_signed_rank_p(d: np.ndarray) -> float:
@@ -112,13 +114,13 @@ def test_a_clear_winner_is_marked_and_the_csv_has_the_issue_columns(tmp_path):
     # gaga is below acs on every seed: p = 2 / 2^8 before Holm's factor (6 pairs, all at that p)
     assert music.loc[("acs", "gaga"), "p_value"] == pytest.approx(2 / 256)
     assert music.loc[("acs", "gaga"), "mean_diff"] == pytest.approx(np.mean([0.02] * 8), abs=2e-3)
-    line = cmp.row_summary(comp.cells, "validation", tests[tests["selection"] == "validation"]).set_index("row")
+    line = row_summary(comp.cells, "validation", tests[tests["selection"] == "validation"]).set_index("row")
     assert line.loc["music†", "gaga"].startswith("**") and "▲" in line.loc["music†", "gaga"]
     assert "▲" not in line.loc["music†", "acs"]
     # the test selection of the same fits: every value + 0.5, the same differences and tests
     test_sel = tests[(tests["row"] == "music†") & (tests["selection"] == "test")]
     np.testing.assert_allclose(test_sel["p_value"], music["p_value"], rtol=1e-12)
-    out = cmp.write_table(comp, tmp_path / "out", figures=True)
+    out = write_table(comp, tmp_path / "out", figures=True)
     assert (tmp_path / "out" / "gaga_table2" / "significance.csv") in out
     assert "Wilcoxon signed-rank" in (tmp_path / "out" / "gaga_table2" / "comparison.md").read_text()
 
@@ -129,7 +131,7 @@ def test_two_close_methods_are_not_marked(tmp_path):
     vals = {"acs": list(base + 0.001 * rng.normal(size=8)), "gaga": list(base + 0.001 * rng.normal(size=8))}
     fake_table2_rows(tmp_path, vals, vals)
     comp = cmp.compare_table("2", tmp_path)
-    line = cmp.row_summary(comp.cells, "validation", comp.significance).set_index("row")
+    line = row_summary(comp.cells, "validation", comp.significance).set_index("row")
     assert "▲" not in "".join(line.loc["music†"].astype(str))
 
 
@@ -142,7 +144,7 @@ def test_findings_count_the_lines_and_their_significant_winners(tmp_path):
             "gaga": list(base)}  # fmt: skip
     fake_table2_rows(tmp_path, vals, vals)
     comp = cmp.compare_table("2", tmp_path)
-    page = findings_markdown([comp], cmp.coverage([comp]))
+    page = findings_markdown([comp], coverage([comp]))
     # music† is a regression line (lower is better): GAGA below ACS on all 8 seeds; MOSPL within noise of GAGA
     assert "| honest: age on a validation split | GAGA | ACS | 1 | 1 | 1 | 1 | 0 |" in page
     assert "| honest: age on a validation split | GAGA | MOSPL | 1 |" in page

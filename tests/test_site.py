@@ -19,7 +19,7 @@ import pytest
 
 from spl_bench.report import site
 from spl_bench.report.bands import AGREEMENT, BEYOND
-from spl_bench.report.compare import TABLES
+from spl_bench.table_registry import TABLES
 
 RESULTS = site.results_dir()
 PAGE = RESULTS / site.PAGE

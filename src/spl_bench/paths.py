@@ -1,4 +1,4 @@
-"""Where configs, datasets and caches live."""
+"""Where configs, datasets, caches and the committed rows live."""
 
 from __future__ import annotations
 
@@ -21,6 +21,11 @@ def config_dir() -> Path:
     env = os.environ.get(CONFIG_DIR_ENV)
     path = Path(env) if env else repo_root() / "configs"
     return path.resolve()
+
+
+def rows_root() -> Path:
+    """Where the committed per-seed rows of the tables live (``results/rows`` of the checkout)."""
+    return repo_root() / "results" / "rows"
 
 
 def data_dir(explicit: str | os.PathLike[str] | None = None) -> Path:

@@ -1,5 +1,5 @@
-"""Pieces of a table's ``comparison.md``: cell formats, the paper-order mark, the clean-label
-lines, the bar figures, and what each method chose among.
+"""A table's ``comparison.md`` and its figures (:func:`write_table`), and their pieces: cell formats,
+the paper-order mark, the clean-label lines, the bar figures, and what each method chose among.
 
 Test selection picks, per run, the candidate with the best test value: a method with more
 candidates gets more chances (Original has one, ACS its age grid, MOSPL its Pareto front, GAGA
@@ -11,12 +11,18 @@ from __future__ import annotations
 import itertools
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from spl_bench.report import blocks, floor, significance
+from spl_bench.report.compare import TableComparison
 from spl_bench.report.direction import higher_is_better as _higher_better
-from spl_bench.report.lines import table_lines
+from spl_bench.report.lines import clear_winner, line_param, per_method_params, table_lines
+from spl_bench.report.markdown import to_markdown
+from spl_bench.report.ours import SELECTIONS
+from spl_bench.table_registry import PAPER_NOTES, PAPER_TITLES, REPORTED_VARIANTS
 
 
 def _count(x: float) -> str:
@@ -164,3 +170,142 @@ def critical_point_figure(frame: pd.DataFrame, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+#: what each reported protocol variant is, as its sections' titles say
+VARIANT_TITLES = {"authors": "the GAGA authors' noise: labels flipped near the boundary before the split, so "
+                  "test labels are noisy; regression N(0.2, 3²) on features and target",
+                  "authors_protocol": "the GAGA authors' whole protocol: their noise, 20 KFold folds, scaling on "
+                  "all rows, min-max target and RMSE, no intercept, their mfeat-pixel coding; the age chosen "
+                  "on the test fold, as the paper reports",
+                  "equal_candidates": "equal candidates: GAGA and ACS both offer their solutions at the same 40 ages "
+                  "(the paper's ACS grid; GAGA's path by its dense output), docs/protocol.md"}  # fmt: skip
+#: the legend of ▲ under every section
+SIGNIFICANCE_NOTE = (
+    "\n▲: the row's best mean (in the row's own direction: higher accuracy, lower error) is better than the "
+    "second best by the Wilcoxon signed-rank test on the seeds both ran (`scipy.stats.wilcoxon`, two-sided), "
+    "Holm-corrected over the row's pairs of methods, p < 0.05, with at least 6 non-zero paired differences. "
+    "Beside ▲: the non-zero paired differences of the seeds both ran, |rank-biserial r| and whether p is exact. "
+    "Every pair's test is in `significance.csv`, with what it rests on: the non-zero differences, the median "
+    "difference, the rank-biserial correlation and whether the p-value is exact or the normal approximation "
+    "(fewer than 6 shared seeds: \"too few runs\"; docs/statistics.md).\n"
+)
+
+
+def row_summary(cells: pd.DataFrame, selection: str, tests: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One line per table line (:func:`table_lines`): ours / paper per method, best marked (**),
+    z, and whether the paper's ordering holds.  With ``tests`` (the paired tests of this
+    selection rule), the best mean is marked ▲ where it is significantly better than the second."""
+    part = cells[cells["selection"] == selection]
+    per_method = per_method_params(part)
+    lines = []
+    for label, grp in table_lines(part):
+        better = _higher_better(str(grp["metric"].iloc[0]))
+        rec: dict[str, Any] = {"row": label["row"]}
+        if "noise_rate" in label:
+            rec["noise"] = f"{label['noise_rate']:g}"
+        rec["param"] = label["param"]
+        best_ours = _best(grp, "ours_mean", better)
+        best_paper = _best(grp, "paper_mean", better)
+        clear = clear_winner(grp, tests, better)
+        rests = f" ▲ ({_rests_on(grp, tests, better)})" if clear else ""
+        for r in grp.itertuples():
+            ours = _fmt(r.ours_mean, r.ours_std) + (f" ({r.runs})" if r.runs else "")
+            if r.method == best_ours:
+                ours = f"**{ours}**" + rests
+            ours += floor.mark(r)
+            pap = _fmt(r.paper_mean, r.paper_std)
+            if r.method == best_paper:
+                pap = f"**{pap}**"
+            z = f"{r.z:+.1f}" if np.isfinite(r.z) else "–"
+            own = f" [{r.param}]" if per_method and r.param else ""
+            rec[r.method] = f"{ours} / {pap} / z {z}{own}"
+        lines.append(rec)
+        # the GAGA paper's claim; the Outlier-Path paper makes none such
+        if "paper" not in grp or (grp["paper"] == "gaga").all():
+            rec["paper order holds"] = _order_mark(grp, better)
+    frame = pd.DataFrame(lines)
+    if len(frame) and per_method:
+        frame = frame.drop(columns="param")
+    if len(frame) and "paper order holds" in frame:  # the ordering mark last, whatever order the methods came in
+        frame = frame[[c for c in frame.columns if c != "paper order holds"] + ["paper order holds"]]
+    return frame
+
+
+def _rests_on(grp: pd.DataFrame, tests: pd.DataFrame | None, better: bool) -> str:
+    """What the ▲ of a line rests on: the best-against-second test's non-zero differences of the
+    paired seeds, its |rank-biserial correlation| and whether its p-value is exact."""
+    ranked = grp.dropna(subset=["ours_mean"]).sort_values("ours_mean", ascending=not better)
+    best, second = str(ranked["method"].iloc[0]), str(ranked["method"].iloc[1])
+    r0 = ranked.iloc[0]
+    line = tests[(tests["row"] == r0["row"]) & np.isclose(tests["noise_rate"].astype(float), float(r0["noise_rate"]))
+                 & (tests["param"].fillna("").astype(str) == line_param(int(r0["table"]), r0["param"]))]  # fmt: skip
+    hit = line[((line["method_a"] == best) & (line["method_b"] == second))
+               | ((line["method_a"] == second) & (line["method_b"] == best))]  # fmt: skip
+    t = hit.iloc[0]
+    how = "exact" if str(t["p_method"]).startswith("exact") else "approx."
+    return f"{int(t['n_nonzero'])}/{int(t['n_pairs'])} non-zero, r {abs(float(t['rank_biserial'])):.2f}, {how}"
+
+
+def write_table(comp: TableComparison, out_root: Path, figures: bool = True) -> list[Path]:
+    """``comparison.md`` / ``comparison.csv`` / ``comparison.png`` of one table."""
+    out = out_root / comp.experiment
+    out.mkdir(parents=True, exist_ok=True)
+    cells = comp.cells
+    csv = out / "comparison.csv"
+    cells.to_csv(csv, index=False, float_format="%.6g")
+    md = [f"# {PAPER_TITLES.get(comp.paper, comp.paper)}, Table {comp.table}: ours beside the paper\n",
+          "Each cell: ours mean ± std (runs) / the paper's mean ± std / z = (ours − paper) / paper std. "
+          "Best of each row in bold, in ours and in the paper. " + PAPER_NOTES.get(comp.paper, "")
+          + "Generated by `scripts/reproduce_tables.py` from `results/rows/` and `results/paper/`; protocol "
+          "differences in docs/protocol.md.\n"]  # fmt: skip
+    sections = [("validation", "Age chosen on a validation split (default, honest)"),
+              ("test", "Age chosen on the test split (the authors' code), same fits")]  # fmt: skip
+    for variant in REPORTED_VARIANTS:
+        sections += [(f"validation@{variant}", f"Protocol variant '{variant}' ({VARIANT_TITLES[variant]}), validation"),
+                     (f"test@{variant}", f"Protocol variant '{variant}', age chosen on the test split")]  # fmt: skip
+    tests = comp.significance
+    sweep = len(comp.lines) > 0 and blocks.is_sweep(comp.lines)
+    for sel, title in sections:
+        if not (cells["selection"] == sel).any():
+            continue
+        md.append(f"\n## {title}\n\n")
+        md.append(to_markdown(row_summary(cells, sel, tests[tests["selection"] == sel])))
+        md.append(SIGNIFICANCE_NOTE)
+        md.append(candidates_line(cells, sel))
+        md.append(floor.note(cells, sel))
+        if sel in comp.ranks:
+            md.append(comp.ranks[sel].summary() + " Diagram: `critical_difference.png`.\n")
+        elif sweep and sel in SELECTIONS:
+            md.append(blocks.sweep_markdown(cells, tests[tests["selection"] == sel], comp.lines, comp.table, sel))
+    ref = clean_lines(cells)
+    if len(ref):
+        md.append("\n## Clean-label reference\n\nEach row's plain model (Original) on the same splits with no "
+                  "corrupted training rows (`scripts/reproduce_tables.py --variant clean`), validation hold-out as "
+                  "above: what the model family reaches on this data. A paper mean far above it cannot come from "
+                  "handling the noise.\n\n")  # fmt: skip
+        md.append(to_markdown(ref))
+    val = cells[cells["selection"] == "validation"]
+    counts = val["status"].value_counts().to_dict()
+    agree = val[val["runs"] > 0]["agreement"].value_counts().to_dict()
+    md.append("\nCells under validation selection, by completeness: "
+              + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+              + "; by agreement with the paper: " + ", ".join(f"{k} {v}" for k, v in sorted(agree.items()))
+              + "\n")  # fmt: skip
+    md.append(comp.footer)
+    md_path = out / "comparison.md"
+    md_path.write_text("".join(md))
+    sig = out / "significance.csv"
+    tests.to_csv(sig, index=False, float_format="%.6g")
+    if not figures:
+        return [md_path, csv, sig]
+    png = out / "comparison.png"
+    bar_figure(cells, f"{comp.paper} Table {comp.table}", png)
+    written = [md_path, csv, sig, png]
+    if comp.ranks:
+        written.append(significance.cd_figure(comp.ranks, f"{comp.paper} Table {comp.table}",
+                                              out / "critical_difference.png"))  # fmt: skip
+    elif sweep:
+        written.append(blocks.sweep_figure(cells, tests, comp.lines, comp.table, f"{comp.paper} Table {comp.table}",
+                                               out / "sweep.png", SELECTIONS))  # fmt: skip
+    return written

@@ -13,6 +13,7 @@ import pandas as pd
 
 from spl_bench.errors import ConfigError, DataError
 from spl_bench.paths import repo_root
+from spl_bench.table_registry import PAPER_FILES, PAPER_TABLES
 
 #: the columns of every paper CSV, in order
 PAPER_COLUMNS: tuple[str, ...] = (
@@ -29,18 +30,6 @@ PAPER_COLUMNS: tuple[str, ...] = (
     "restarts",
     "bold",
 )
-
-#: the papers (as named in the ``paper`` column) and the tables transcribed from each
-PAPER_TABLES: dict[str, tuple[int, ...]] = {
-    "gaga": (2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16),
-    "outlier_path": (2, 3),
-    "dspl": (2,),
-}
-
-#: (paper, table) -> CSV file name inside :func:`paper_dir`
-PAPER_FILES: dict[tuple[str, int], str] = {
-    (paper, table): f"{paper}_table{table}.csv" for paper, tables in PAPER_TABLES.items() for table in tables
-}
 
 _STRING_COLUMNS = ("paper", "row", "dataset", "param", "method", "metric")
 
@@ -67,7 +56,7 @@ def paper_tables(paper: str | None = None) -> list[tuple[str, int]]:
     Returns
     -------
     list of (str, int)
-        The pairs in the order of :data:`PAPER_FILES`.
+        The pairs in the order of :data:`~spl_bench.table_registry.PAPER_FILES`.
 
     Raises
     ------

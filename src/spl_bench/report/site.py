@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from spl_bench.report.bands import AGREEMENT, BEYOND
-from spl_bench.report.compare import PAPER_TITLES, TABLES, VARIANTS
+from spl_bench.table_registry import PAPER_TITLES, REPORTED_VARIANTS, TABLES
 
 #: the page, relative to the results folder
 PAGE = "index.html"
@@ -56,10 +56,10 @@ def _slug(text: str) -> str:
 
 # ----------------------------------------------------------------------------- the cells' bands
 def section_selection(title: str) -> str | None:
-    """The selection rule of a ``comparison.md`` section from its heading (``compare.write_table``'s
+    """The selection rule of a ``comparison.md`` section from its heading (``page.write_table``'s
     titles): ``validation``, ``test``, ``validation@<variant>``, ``test@<variant>``; None for others."""
     variant = re.search(r"Protocol variant '([^']+)'", title)
-    suffix = f"@{variant.group(1)}" if variant and variant.group(1) in VARIANTS else ""
+    suffix = f"@{variant.group(1)}" if variant and variant.group(1) in REPORTED_VARIANTS else ""
     if variant and not suffix:
         return None
     if "test split" in title:
@@ -172,7 +172,7 @@ class TableSection:
 
 
 def table_section(key: str, root: Path) -> TableSection:
-    """The page's section of table ``key`` (:data:`spl_bench.report.compare.TABLES`)."""
+    """The page's section of table ``key`` (:data:`spl_bench.table_registry.TABLES`)."""
     experiment, paper, number = TABLES[key]
     folder = root / "tables" / experiment
     md_path = folder / "comparison.md"

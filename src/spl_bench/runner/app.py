@@ -1,46 +1,42 @@
-"""The Hydra application behind ``spl-bench run``."""
+"""The Hydra application behind ``spl-bench run``: one job's task, its run folder and its rows.
+
+What a run's config means (protocol, noise, estimator, identity, rows) is
+:mod:`spl_bench.runner.run_config`, shared with the table sweep and the scripts.
+"""
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
-import inspect
-import json
 import math
 import os
 import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
-from spl_bench.data import Dataset, load_dataset
-from spl_bench.environment import environment_json
-from spl_bench.errors import (
-    ConfigError,
-    SplBenchError,
-    check_int,
-    check_number,
-    environment_error,
-    print_error,
-    unknown_key,
-)
+from spl_bench.data import load_dataset
+from spl_bench.errors import ConfigError, SplBenchError, environment_error, print_error, unknown_key
 from spl_bench.methods.base import SPLEstimator
-from spl_bench.models import get_model
 from spl_bench.paths import config_dir
 from spl_bench.progress import display_hook, with_progress
-from spl_bench.protocol import NoiseConfig, ProtocolConfig, RunOutcome, run_once
-from spl_bench.runner.results import RowStore, code_version, config_hash, hashes_in
-
-AUTO_NOISE = {"classification": "uniform_flip", "regression": "target_gaussian"}
+from spl_bench.protocol import run_once
+from spl_bench.runner.results import RowStore, config_hash, hashes_in
+from spl_bench.runner.run_config import (
+    check_task,
+    estimator_factory,
+    identity,
+    noise_config,
+    outcome_rows,
+    plain,
+    protocol_config,
+)
 
 #: folder name of a run without overrides (``runs/<exp_name>/_default/``): not the parent of the others
 DEFAULT_DIRNAME = "_default"
@@ -89,34 +85,6 @@ def console() -> Console:
 _CONSOLE: Console | None = None
 
 
-def _plain(node: Any) -> Any:
-    return OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else node
-
-
-def noise_config(cfg: DictConfig, task: str) -> NoiseConfig:
-    """The noise options of ``cfg`` with ``kind: auto`` resolved by the task."""
-    kind = str(cfg.noise.kind)
-    if kind == "auto":
-        kind = AUTO_NOISE[task]
-    rate = check_number("noise.rate", cfg.noise.rate, 0.0, 1.0)
-    return NoiseConfig(kind=kind, rate=rate, options=dict(_plain(cfg.noise.get("options")) or {}))
-
-
-def protocol_config(cfg: DictConfig) -> ProtocolConfig:
-    """``cfg.protocol`` as a :class:`ProtocolConfig`; unknown keys and ill-typed values are refused."""
-    given = dict(_plain(cfg.protocol))
-    fields = {f.name: f.type for f in dataclasses.fields(ProtocolConfig)}
-    for key, value in given.items():
-        if key not in fields:
-            raise unknown_key("protocol key", key, list(fields))
-        kind = str(fields[key])
-        if kind == "int":
-            given[key] = check_int(f"protocol.{key}", value, minimum=1 if key == "n_runs" else None)
-        elif kind == "float":
-            given[key] = check_number(f"protocol.{key}", value)
-    return ProtocolConfig(**given)
-
-
 def root_keys(experiment: str | None = None) -> list[str]:
     """The top-level keys a ``spl-bench run`` config may have.
 
@@ -142,135 +110,6 @@ def check_root_keys(cfg: DictConfig, experiment: str | None = None) -> None:
     for key in cfg:
         if key not in valid:
             raise unknown_key("top-level config key", str(key), valid)
-
-
-def check_keywords(kind: str, target: Callable[..., Any], given: dict[str, Any]) -> None:
-    """Refuse keys of ``given`` that ``target`` does not take, naming the closest valid one.
-
-    ``+model.params.alpah=0.01`` would otherwise end in a traceback (``unexpected keyword argument``)
-    deep inside the fit.  ``kind`` names the config keys (``model.params key of model lasso``).
-    """
-    try:
-        params = inspect.signature(target).parameters
-    except (TypeError, ValueError):
-        return
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return
-    valid = [n for n, p in params.items() if n != "self" and p.kind is not inspect.Parameter.VAR_POSITIONAL]
-    for key in given:
-        if key not in valid:
-            raise unknown_key(kind, str(key), valid)
-
-
-def check_component_params(cfg: DictConfig) -> None:
-    """``model.params``, ``sp.params`` and the method's keys: every key one the code takes."""
-    from hydra.utils import get_class
-
-    from spl_bench.models import REGISTRY as MODELS
-    from spl_bench.sp import REGISTRY as SPS
-
-    model, sp = str(cfg.model.name), str(cfg.sp.name)
-    check_keywords(f"model.params key of model {model}", MODELS.get(model), dict(_plain(cfg.model.get("params")) or {}))
-    check_keywords(f"sp.params key of sp {sp}", SPS.get(sp), dict(_plain(cfg.sp.get("params")) or {}))
-    method = {k: v for k, v in _plain(cfg.method).items() if k not in ("name", "_target_")}
-    try:
-        target = get_class(str(cfg.method.get("_target_")))
-    except Exception:  # an unknown target is reported by instantiate, with its own message
-        return
-    check_keywords(f"method key of method {cfg.method.get('name')}", target, method)
-
-
-def estimator_factory(cfg: DictConfig) -> Callable[[], SPLEstimator]:
-    """A function building a fresh, unfitted method estimator from ``cfg.method``."""
-    method_cfg = {k: v for k, v in _plain(cfg.method).items() if k != "name"}
-    if "_target_" not in method_cfg:
-        raise ConfigError(f"method config {cfg.method.get('name')!r} has no _target_")
-    check_component_params(cfg)
-    kwargs = {
-        "model": str(cfg.model.name),
-        "model_params": dict(_plain(cfg.model.get("params")) or {}),
-        "sp": str(cfg.sp.name),
-        "sp_params": dict(_plain(cfg.sp.get("params")) or {}),
-    }
-
-    def make() -> SPLEstimator:
-        return instantiate(method_cfg, **kwargs, _convert_="all")
-
-    make()  # fail early (and clearly) on bad method/model/sp parameters
-    return make
-
-
-def check_task(cfg: DictConfig, ds: Dataset) -> None:
-    """Refuse a model of another task than the dataset's (and model parameters it does not take)."""
-    check_component_params(cfg)
-    model = get_model(str(cfg.model.name), **(_plain(cfg.model.get("params")) or {}))
-    if model.task != ds.task:
-        suggestion = "lasso" if ds.task == "regression" else "svm or model=logistic"
-        raise ConfigError(
-            f"model {model.name!r} is for {model.task} but dataset {ds.name!r} is {ds.task}; "
-            f"use model={suggestion}"
-        )
-
-
-#: method settings that do not change the numbers (where a long fit saves its state)
-RUN_ONLY_METHOD_KEYS = ("checkpoint_dir", "checkpoint_every", "blas_threads")
-#: per method, more settings that do not change the numbers: where DSPL's batches are computed
-#: (its backends give the same numbers, docs/dspl.md)
-RUN_ONLY_BY_METHOD = {"dspl": ("backend", "cluster")}
-
-
-def identity(cfg: DictConfig) -> dict[str, Any]:
-    """The part of the config that determines the numbers (hashed for resuming)."""
-    keys = ("data", "noise", "model", "sp", "method", "protocol")
-    ident = {k: _plain(cfg[k]) for k in keys}
-    ident["protocol"] = {k: v for k, v in ident["protocol"].items() if k != "n_runs"}
-    if ident["protocol"].get("candidates", "own") == "own":
-        # each method's own candidates: the hashes of every configuration made before the
-        # equal-candidates control existed stay as they were
-        ident["protocol"] = {k: v for k, v in ident["protocol"].items() if k not in ("candidates", "candidate_step")}
-    ident["data"] = {k: v for k, v in ident["data"].items() if k != "root"}
-    run_only = (*RUN_ONLY_METHOD_KEYS, *RUN_ONLY_BY_METHOD.get(str(ident["method"].get("name")), ()))
-    if ident["method"].get("name") == "gaga":
-        # GAGA: under its route-independent candidates the route is a speed choice; the step rule
-        # ("steps", the rows made before it existed) keeps the hashes those rows were made under
-        legacy = ident["method"].get("candidates", "steps") == "steps"
-        run_only = (*run_only, "candidates") if legacy else (*run_only, "ode_method")
-    ident["method"] = {k: v for k, v in ident["method"].items() if k not in run_only}
-    return ident
-
-
-def outcome_rows(cfg: DictConfig, ds: Dataset, noise: NoiseConfig, out: RunOutcome, h: str) -> list[dict]:
-    info = dict(out.info)
-    restarts = info.pop("n_restarts", None)
-    base = {
-        "experiment": cfg.exp_name,
-        "dataset": ds.name,
-        "noise": noise.label,
-        "method": cfg.method.name,
-        "model": cfg.model.name,
-        "sp": cfg.sp.name if cfg.method.name != "original" else "-",
-        "selection": cfg.protocol.selection,
-        "params": json.dumps({"model": _plain(cfg.model.get("params")), "sp": _plain(cfg.sp.get("params"))}),
-        "seed": out.run,
-        "lam": out.lam,
-        "candidate": json.dumps(out.candidate, default=float),
-        "time_s": out.fit_time,
-        "n_restarts": restarts,
-        "n_train": out.n_train,
-        "n_test": out.n_test,
-        "n_corrupted": out.n_corrupted,
-        "info": json.dumps(info, default=float),
-        "config_hash": h,
-        "code_version": code_version(),
-        "environment": environment_json(),  # library versions, BLAS and CPU of this process
-    }
-    for key, val in info.items():
-        if key.startswith("n_critical_"):
-            base[key] = val
-    return [
-        {**base, "metric": out.metric, "value": out.value},
-        {**base, "metric": f"selection_{out.metric}", "value": out.selection_score},
-    ]
 
 
 def path_writer(run_dir: Path) -> Callable[[SPLEstimator, int], None]:
@@ -313,7 +152,7 @@ def run_experiment(cfg: DictConfig, run_dir: Path) -> Path:
     go there instead (:func:`folder_of_config`), and the returned file is that folder's.
     """
     protocol = protocol_config(cfg)
-    ds = load_dataset(_plain(cfg.data))
+    ds = load_dataset(plain(cfg.data))
     check_task(cfg, ds)
     noise = noise_config(cfg, ds.task)
     make = estimator_factory(cfg)

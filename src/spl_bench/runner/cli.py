@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import errno
-import os
 import re
 import sys
 from collections.abc import Callable
@@ -15,6 +13,7 @@ from rich.console import Console
 from rich.text import Text
 
 from spl_bench.errors import SplBenchError, environment_error, print_error
+from spl_bench.runner.output_folder import check_output_folder
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
@@ -53,47 +52,6 @@ def _override(argv: list[str], key: str) -> str | None:
         if sep and k == key:
             value = v
     return value
-
-
-#: bytes the output-folder check writes (and removes): less free space than this is a full disk
-PROBE_BYTES = 64 * 1024
-
-
-def check_output_folder(label: str, root: str) -> None:
-    """Refuse an output folder (``results_root``, ``--out``) that is a file or cannot be written.
-
-    ``label`` names the option in the message (``results_root=``, ``--out ``).  For
-    ``results_root`` this runs before Hydra starts: Hydra creates the run folder and writes its
-    config files before the task runs, and a failure there (a full disk) is a traceback.  The
-    check creates a folder and writes :data:`PROBE_BYTES` into it (a read-only folder, a missing
-    permission and a full disk all fail here, in one line); nothing is left behind.
-    """
-    import tempfile
-
-    from spl_bench.errors import ConfigError
-
-    path = Path(root).expanduser().absolute()
-    existing = path
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        what = "is a file" if existing == path else f"is under the file {existing}"
-        raise ConfigError(f"{label}{root} {what}, not a folder; give a folder (it is created if missing)")
-    try:
-        with tempfile.TemporaryDirectory(dir=existing) as probe:
-            with open(Path(probe) / "probe", "wb") as fh:
-                fh.write(bytes(PROBE_BYTES))
-                fh.flush()
-                os.fsync(fh.fileno())
-    except OSError as exc:
-        unnamed = OSError(exc.errno, exc.strerror)  # the probe's own name means nothing to the user
-        problem = environment_error(unnamed, f"{label}{root}: writing in", existing, "nothing was run")
-        if problem is not None and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO):
-            raise problem from None
-        raise ConfigError(
-            f"{label}{root}: cannot create folders in {existing} ({exc.strerror or exc}); "
-            "choose a writable folder"
-        ) from None
 
 
 #: the Hydra flags ``spl-bench run`` checks the overrides of before Hydra starts (others: Hydra alone)

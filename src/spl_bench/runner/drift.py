@@ -27,8 +27,9 @@ import pandas as pd
 from spl_bench.environment import environment_json
 from spl_bench.environment import kernel_family as row_kernel_family
 from spl_bench.paths import repo_root
-from spl_bench.report import compare as cmp
+from spl_bench.report.ours import load_ours
 from spl_bench.runner.results import atomic_write_csv, code_version
+from spl_bench.table_registry import TABLES
 
 #: seeds of a drift cell that are rerun (those committed among them)
 DRIFT_SEEDS = (0, 1)
@@ -45,8 +46,8 @@ def drift_cells() -> list[tuple[str, str, bool]]:
     """``(table key, cell id, slow)`` of the cheapest committed cell of every table with committed
     rows (mean seconds over its seeds 0-1); ``slow`` where that is over :data:`DRIFT_FAST_S`."""
     out = []
-    for key, spec in cmp.TABLES.items():
-        rows = cmp.load_ours(spec[0])
+    for key, spec in TABLES.items():
+        rows = load_ours(spec[0])
         if rows.empty:
             continue
         cand = rows[rows["seed"].isin(DRIFT_SEEDS)]

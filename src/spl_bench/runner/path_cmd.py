@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from spl_bench.errors import ConfigError, check_int, check_number, unknown_key
+from spl_bench.runner.output_folder import check_output_folder
 
 USAGE = """usage: spl-bench path [key=value ...]
 
@@ -83,7 +84,7 @@ def main(argv: list[str]) -> int:
     from spl_bench.models import Params, get_model
     from spl_bench.protocol import NoiseConfig, ProtocolConfig
     from spl_bench.protocol.run import prepare_run
-    from spl_bench.runner.app import AUTO_NOISE
+    from spl_bench.runner.run_config import AUTO_NOISE
 
     if any(arg in ("-h", "--help") for arg in argv):
         print(USAGE)
@@ -108,8 +109,6 @@ def main(argv: list[str]) -> int:
     lam_range = (check_number("lam_min", a.get("lam_min", 0.1)), check_number("lam_max", a.get("lam_max", 20.0)))
     if not 0.0 < lam_range[0] < lam_range[1]:
         raise ConfigError(f"need 0 < lam_min < lam_max, got lam_min={lam_range[0]}, lam_max={lam_range[1]}")
-    from spl_bench.runner.cli import check_output_folder
-
     out = Path(a.get("out", DEFAULT_OUT))
     check_output_folder("out=", str(out))
 

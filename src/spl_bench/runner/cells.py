@@ -1,0 +1,164 @@
+"""The cells of a paper's table and their configs.
+
+A *cell* is one point of a table's Hydra sweep (``configs/experiment/<table>.yaml``,
+``hydra.sweeper.params``) and the extra sweeps of :data:`~spl_bench.table_registry.EXTRA_SWEEPS`:
+the same config that ``spl-bench run experiment=<table> <overrides>`` composes
+(:func:`compose_cell`), under a protocol variant where the cell has one
+(:data:`~spl_bench.table_registry.PROTOCOL_VARIANTS`).  Its configuration hash
+(:func:`cell_hash`) is the runner's, so a cell's committed rows are exactly what ``spl-bench run``
+would resume from.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from omegaconf import DictConfig, OmegaConf
+
+from spl_bench.errors import ConfigError
+from spl_bench.paths import config_dir
+from spl_bench.table_registry import (
+    CLEAN_VARIANT,
+    EQUAL_CANDIDATE_METHODS,
+    EQUAL_VARIANT,
+    EXTRA_SWEEPS,
+    PROTOCOL_VARIANTS,
+    STEP_CANDIDATE_TABLES,
+    STEP_CANDIDATES,
+    TABLES,
+)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell of a table: the overrides of ``spl-bench run`` that compose its config."""
+
+    table: str
+    experiment: str
+    overrides: tuple[str, ...]
+    variant: str = ""  # a key of PROTOCOL_VARIANTS: the same cell under another protocol
+
+    @property
+    def rows_name(self) -> str:
+        """Folder of the cell's rows: ``<experiment>`` or ``<experiment>@<variant>``."""
+        return f"{self.experiment}@{self.variant}" if self.variant else self.experiment
+
+    @property
+    def cell_id(self) -> str:
+        """A file-name-safe label, e.g. ``table_row=t2_music_n30,method=gaga``."""
+        text = ",".join(o.lstrip("+") for o in self.overrides)
+        return re.sub(r"[^A-Za-z0-9_.=,-]", "_", text)
+
+    @property
+    def label(self) -> str:
+        """The cell as the sweep's log and the plan name it: rows folder and cell id."""
+        return f"{self.rows_name} {self.cell_id}"
+
+
+def _sweep_params(experiment: str) -> dict[str, list[str]]:
+    path = config_dir() / "experiment" / f"{experiment}.yaml"
+    if not path.is_file():
+        raise ConfigError(f"no experiment config {path}")
+    conf = OmegaConf.load(path)
+    params = OmegaConf.select(conf, "hydra.sweeper.params", default=None)
+    if params is None:
+        raise ConfigError(f"{path} has no hydra.sweeper.params")
+    return {str(k): [v.strip() for v in str(val).split(",")] for k, val in params.items()}
+
+
+def table_cells(
+    table: str, methods: Iterable[str] | None = None, data: Iterable[str] | None = None, variant: str = "",
+    where: Iterable[str] | None = None,
+) -> list[Cell]:
+    """Every cell of ``table`` (a key of :data:`TABLES`), optionally only some methods / datasets.
+
+    ``variant``: a key of :data:`PROTOCOL_VARIANTS` (the cells under that protocol, rows kept apart).
+    ``where``: ``key=value`` conditions on the cell's sweep parameters (e.g. ``model.params.C=1.0``);
+    a cell is kept when, for every key named, its value is one of those given for that key.
+    With ``variant="clean"`` the cells are the clean-label reference: per table row (a noise rate
+    swept by the table is not a row of its own here) the plain model, ``method=original``.
+    """
+    if variant and variant not in PROTOCOL_VARIANTS:
+        raise ConfigError(f"unknown variant {variant!r}; valid: {', '.join(PROTOCOL_VARIANTS)}")
+    if table not in TABLES:
+        raise ConfigError(f"unknown table {table!r}; valid: {', '.join(TABLES)}")
+    experiment = TABLES[table][0]
+    base = _sweep_params(experiment)
+    if variant == CLEAN_VARIANT:
+        if not experiment.startswith("gaga_"):
+            raise ConfigError(f"variant {CLEAN_VARIANT!r} is defined for the GAGA tables (their plain model is "
+                              f"method=original); table {table!r} has none")
+        base = {k: v for k, v in base.items() if k not in ("method", "method.variant", "noise.rate")}
+        base["method"] = ["original"]
+    if variant == EQUAL_VARIANT:
+        base = {**base, "method": [m for m in base.get("method", []) if m in EQUAL_CANDIDATE_METHODS]}
+    sweeps = [base]
+    for extra in EXTRA_SWEEPS.get(table, []) if variant != EQUAL_VARIANT else []:
+        sweeps.append({**{k: v for k, v in base.items() if k not in ("method", "method.variant")}, **extra})
+    keep_m = set(methods) if methods else None
+    keep_d = set(data) if data else None
+    conditions: dict[str, set[str]] = {}
+    for item in where or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--where takes key=value, got {item!r}")
+        conditions.setdefault(key.strip(), set()).add(value.strip())
+    out: list[Cell] = []
+    for sweep in sweeps:
+        keys = list(sweep)
+        for values in itertools.product(*(sweep[k] for k in keys)):
+            pairs = dict(zip(keys, values, strict=True))
+            if keep_m and pairs.get("method") not in keep_m:
+                continue
+            if keep_d and not _mentions_dataset(pairs, keep_d):
+                continue
+            if any(pairs.get(k) not in vals for k, vals in conditions.items()):
+                continue
+            out.append(Cell(table, experiment, tuple(f"{k}={v}" for k, v in pairs.items()), variant))
+    return out
+
+
+def _mentions_dataset(pairs: dict[str, str], names: set[str]) -> bool:
+    if "data" in pairs:
+        return pairs["data"] in names
+    row = pairs.get("+table_row", "")
+    return any(f"_{n}_" in f"_{row}_" or row.split("_", 1)[-1].startswith(f"{n}_n") for n in names)
+
+
+def compose_cell(cell: Cell, extra: Iterable[str] = ()) -> DictConfig:
+    """The resolved config of ``cell`` (Hydra's compose API: the same config ``spl-bench run`` builds)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    GlobalHydra.instance().clear()
+    base = [f"experiment={cell.experiment}", *cell.overrides]
+    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+        cfg = compose("config", overrides=[*base, *extra])
+        more: list[str] = []
+        if cell.variant:
+            spec = PROTOCOL_VARIANTS[cell.variant]
+            more += [*spec[str(cfg.data.task)], *spec.get(f"data={cfg.data.name}", ())]
+        if str(cfg.method.name) == "gaga" and (cell.table in STEP_CANDIDATE_TABLES or cell.variant == EQUAL_VARIANT):
+            more += STEP_CANDIDATES
+        if more:
+            cfg = compose("config", overrides=[*base, *more, *extra])
+    return cfg
+
+
+def cell_hash(cfg: DictConfig) -> str:
+    """The configuration hash the runner gives this config (its resumable identity)."""
+    from spl_bench.runner.results import config_hash
+    from spl_bench.runner.run_config import identity
+
+    return config_hash(identity(cfg))
+
+
+def method_of(cell: Cell) -> str:
+    """The method a cell runs (its ``method=`` override; ``?`` without one)."""
+    for o in cell.overrides:
+        if o.startswith("method="):
+            return o.split("=", 1)[1]
+    return "?"

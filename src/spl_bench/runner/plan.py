@@ -1,0 +1,187 @@
+"""The plan of a sweep: each cell's committed seeds, stale files and estimated seconds per run, the ETA.
+
+``scripts/reproduce_tables.py --plan`` prints :func:`plan_lines`; the sweep's per-run budget
+(:func:`spl_bench.runner.reproduce.pending_tasks`) reads the same estimates
+(:func:`seconds_per_run`), so a cell the plan prices under the budget is run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from omegaconf import OmegaConf
+
+from spl_bench.data import has_local_copy
+from spl_bench.runner import commits
+from spl_bench.runner.cells import Cell, cell_hash, compose_cell, method_of
+from spl_bench.runner.committed import read_rows, rows_file
+from spl_bench.runner.retiming import current_retimings, retimed_at, retimed_rows, retimed_summary, todays_seconds
+
+
+@dataclass
+class CellState:
+    """What the plan knows of one cell: its hash and row file, the seeds done, the seconds they took."""
+
+    cell: Cell
+    config_hash: str
+    file: Path
+    done: set[int]
+    stale: list[Path]
+    sec_per_run: float | None
+    #: seconds of one run of this cell with today's code: its seeds re-timed (``results/bench/retimed.csv``)
+    #: and those run since (:func:`~spl_bench.runner.retiming.todays_seconds`)
+    sec_retimed: float | None = None
+    #: those seconds over the re-timed seeds' committed seconds (:func:`~spl_bench.runner.retiming.retimed_ratios`)
+    retimed_ratio: float | None = None
+    #: the cell's dataset is read without a download (:func:`~spl_bench.data.has_local_copy`)
+    data_here: bool = True
+    #: per committed seed, its seconds and the commit time of the code that made it (``None``: unknown)
+    seed_times: tuple[tuple[float, int | None], ...] = ()
+    #: commit time of the code that re-timed this cell (``None``: not re-timed, or unknown)
+    retimed_since: int | None = None
+
+
+def cell_states(cells: list[Cell], root: Path | None = None, retimed_path: Path | None = None) -> list[CellState]:
+    """Hash, committed seeds, stale files and measured seconds per run of every cell (committed, and
+    re-timed by today's code where :data:`~spl_bench.runner.retiming.RETIMED_FILE` has the cell)."""
+    # a rows root of its own (tests, other worktrees) has no re-timings unless given them
+    use = retimed_path is not None or root is None
+    again = dict(retimed_rows(retimed_path)) if use else {}
+    states = []
+    for cell in cells:
+        cfg = compose_cell(cell)
+        h = cell_hash(cfg)
+        path = rows_file(cell, h, root)
+        frame = read_rows(path)
+        done = set(int(s) for s in frame["seed"].unique()) if len(frame) else set()
+        seeds = frame.drop_duplicates("seed").set_index("seed") if len(frame) else frame
+        times = seeds["time_s"] if len(frame) else pd.Series(dtype=float)
+        stale = sorted(p for p in path.parent.glob(f"{cell.cell_id}__*.csv") if p != path)
+        rows = current_retimings(again.get((cell.rows_name, cell.cell_id)), times)
+        since = None if rows is None or "code_version" not in rows else retimed_at(rows)
+        sec, ratio = (None, None) if rows is None else retimed_summary(rows)
+        if rows is not None:
+            sec = todays_seconds(rows, seeds, since)
+        versions = seeds["code_version"] if len(frame) and "code_version" in seeds else pd.Series(dtype=object)
+        seed_times = tuple((float(t), commits.made_at(versions.get(s))) for s, t in times.items())
+        states.append(CellState(cell, h, path, done, stale, float(times.mean()) if len(times) else None, sec, ratio,
+                                has_local_copy(OmegaConf.to_container(cfg.data, resolve=True)), seed_times, since))
+    return states
+
+
+def _fmt_seconds(sec: float) -> str:
+    if sec < 120:
+        return f"{sec:.0f} s"
+    if sec < 7200:
+        return f"{sec / 60:.0f} min"
+    return f"{sec / 3600:.1f} h"
+
+
+def _family_ratios(states: list[CellState]) -> dict[tuple[str, str], float]:
+    """Median of (re-timed / committed seconds) over the re-timed cells of each (rows folder, method):
+    per cell the ratio on the re-timed seeds themselves (:attr:`CellState.retimed_ratio`), else
+    the re-timing over the cell's committed mean."""
+    ratios: dict[tuple[str, str], list[float]] = {}
+    for st in states:
+        r = st.retimed_ratio
+        if r is None and st.sec_retimed is not None and st.sec_per_run:
+            r = st.sec_retimed / st.sec_per_run
+        if r is not None:
+            ratios.setdefault((st.cell.rows_name, method_of(st.cell)), []).append(r)
+    return {k: float(np.median(v)) for k, v in ratios.items()}
+
+
+def seconds_per_run(states: list[CellState], ratio: dict[tuple[str, str], float] | None = None
+                    ) -> list[tuple[float | None, str, float | None]]:
+    """Each cell's estimated CPU seconds per run, its mark, and the committed seconds it scales.
+
+    A cell's seconds with today's code (``r``: its re-timed seeds and the seeds run since,
+    :func:`~spl_bench.runner.retiming.todays_seconds`) where it has been re-timed; else its committed rows' mean
+    scaled by the median re-timed / committed ratio of its (table, method) family (``≈``) where
+    the family has re-timed cells, the seeds made by code no older than the family's re-timing
+    counted at their own seconds (they are today's already); else the committed mean; a cell never
+    run takes its method's slowest cell (``~``).  The plan's ETA and the sweep's per-run budget
+    both read this, so a cell the plan prices under the budget is run.  ``ratio``: the families'
+    ratios if the caller has them already (:func:`_family_ratios` of ``states``).
+    """
+    by_method: dict[str, list[float]] = {}
+    for st in states:
+        if st.sec_per_run is not None:
+            by_method.setdefault(method_of(st.cell), []).append(st.sec_per_run)
+    ratio = _family_ratios(states) if ratio is None else ratio
+    since = _family_retimed_at(states)
+    out: list[tuple[float | None, str, float | None]] = []
+    for st in states:
+        committed, mark = st.sec_per_run, ""
+        if committed is None and method_of(st.cell) in by_method:
+            committed, mark = max(by_method[method_of(st.cell)]), "~"
+        per = committed
+        key = (st.cell.rows_name, method_of(st.cell))
+        family = ratio.get(key)
+        if st.sec_retimed is not None:
+            per, mark = st.sec_retimed, "r"
+        elif per is not None and family is not None:
+            per, mark = per * family, "≈"
+            if st.seed_times and key in since:
+                # seeds made by code no older than the family's re-timing already are today's
+                # seconds: only the older ones are scaled
+                per = float(np.mean([t if made is not None and made >= since[key] else t * family
+                                     for t, made in st.seed_times]))
+        out.append((per, mark, committed))
+    return out
+
+
+def _family_retimed_at(states: list[CellState]) -> dict[tuple[str, str], int]:
+    """Per (rows folder, method): the commit time of the newest code that re-timed one of its cells,
+    where every re-timed cell of the family knows it."""
+    at: dict[tuple[str, str], list[int | None]] = {}
+    for st in states:
+        if st.sec_retimed is not None:
+            at.setdefault((st.cell.rows_name, method_of(st.cell)), []).append(st.retimed_since)
+    return {k: max(t for t in v if t is not None) for k, v in at.items() if all(t is not None for t in v)}
+
+
+def plan_lines(states: list[CellState], runs: int, jobs: int = 1) -> list[str]:
+    """One line per cell (runs done / left, seconds per run, ETA) and a total.
+
+    Seconds per run: :func:`seconds_per_run` (its marks ``r``, ``≈``, ``~``).  The total is given
+    both ways, and the part of it in cells whose dataset is not in the data directory
+    (``download``: OpenML on their first run).
+    """
+    ratio = _family_ratios(states)
+    estimates = seconds_per_run(states, ratio)
+    lines, total, total_committed, unknown = [], 0.0, 0.0, 0
+    away = {"runs": 0, "cells": 0, "sec": 0.0}  # cells whose data must be downloaded first
+    for st, (per, mark, committed) in zip(states, estimates, strict=True):
+        left = max(0, runs - len([s for s in st.done if s < runs]))
+        eta = "?" if per is None else _fmt_seconds(per * left)
+        if left and per is None:
+            unknown += 1
+        total += (per or 0.0) * left
+        total_committed += (committed or 0.0) * left
+        if left and not st.data_here:
+            away["runs"] += left
+            away["cells"] += 1
+            away["sec"] += (per or 0.0) * left
+        stale = f"  stale: {len(st.stale)} file(s)" if st.stale else ""
+        where = "" if st.data_here else "  download"
+        per_s = "?" if per is None else f"{mark}{per:.1f}"
+        lines.append(f"{st.cell.label:<80} {len(st.done):>3}/{runs} done  {per_s:>8} s/run  ETA {eta}{stale}{where}")
+    n_left = sum(max(0, runs - len(st.done)) for st in states)
+    lines.append(
+        f"total: {n_left} runs left in {len(states)} cells, "
+        f"ETA {_fmt_seconds(total / max(1, jobs))} with {jobs} job(s)"
+        + (f" (+ {unknown} cells never timed)" if unknown else "")
+    )
+    if away["cells"]:
+        lines.append(f"       (of which {away['runs']} runs in {away['cells']} cells whose data is not in the data "
+                     f"directory, downloaded on their first run: ETA {_fmt_seconds(away['sec'] / max(1, jobs))}; "
+                     f"with the data here: {_fmt_seconds((total - away['sec']) / max(1, jobs))})")
+    if ratio:
+        n_re = sum(st.sec_retimed is not None for st in states)
+        lines.append(f"       (re-timed: {n_re} cells, {len(ratio)} (table, method) families scaled; "
+                     f"from the committed rows' seconds alone: {_fmt_seconds(total_committed / max(1, jobs))})")
+    return lines
