@@ -2,12 +2,27 @@
 
 The event functions are those of :meth:`~spl_bench.gaga.glm.glm_system.GLMSystem.events` for
 the lasso: ``sign_j w_j`` of an active feature, ``1 - |g_j| / (n alpha)`` of an inactive one
-(``g = X^T (v r)``), and each sample's distance to the lower and upper boundary of its set
-(the SP thresholds ``lo``, ``hi`` of the loss); all are ``>= 0`` while the sets are valid.
+(``g = X_I^T phi``, ``phi = v r``), and each sample's distance to the lower and upper boundary
+of its set (the SP thresholds ``lo``, ``hi`` of the loss); all are ``>= 0`` while the sets are
+valid.  :func:`events_r` evaluates them from the residuals ``r = X_A w - y`` and ``phi`` that
+the follower already holds at a point, so that a point costs one product with ``X_I`` more.
+
+Inside a step ``(t0, w0, d0) -> (t0 + h, w1, d1)`` the follower checks the events on the cubic
+Hermite interpolant ``w(s) = h00 w0 + h h10 d0 + h01 w1 + h h11 d1``.  Its residuals are the
+same combination of ``r0 = X_A w0 - y``, ``r1``, ``q0 = X_A d0`` and ``q1 = X_A d1``
+(``h00 + h01 = 1``, :func:`hermite_r`), so an interior point costs ``O(n)`` for the samples and,
+only when they and the active features see no crossing, ``phi`` and one product with ``X_I``
+for the inactive features (:func:`interior_sees`).
 
 :func:`locate` finds the first crossing inside an accepted step on the *projected* path:
 a scan of the step's cubic Hermite interpolant for the first sign change, secant steps from
-the raw root, then regula falsi (Illinois) on a bracket.
+the raw root, then regula falsi (Illinois) on a bracket.  Each projection starts from the
+interpolant corrected by the step's middle point: the interpolant's error is
+``e(s) = w''''(xi) h^4 u^2 (1 - u)^2 / 24`` (``u = (s - t0) / h``), so ``16 u^2 (1 - u)^2``
+times the error measured at the middle (projected minus interpolated, ``dmid``) predicts it to
+higher order (:func:`predict`); once a point of the step has been projected, its remaining
+correction is added too (the ages regula falsi tries lie close together).  The starting
+point decides how many Newton iterations a projection takes, not the point it converges to.
 
 The regularizer's kernels ``kind`` have the type :data:`spl_bench.gaga.glm.segment_nb.KERNELS`;
 from Python, call these functions through :func:`spl_bench.gaga.glm.segment_nb.call_typed`.
@@ -18,29 +33,28 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from spl_bench.gaga.glm.lasso_nb import project, weights
+from spl_bench.gaga.glm.lasso_nb import phi_r, project_r, set_lists
 from spl_bench.models.datafits import quadratic_loss_nb
 from spl_bench.sp.base import EASY, MIXED
 
 
 @njit(cache=True)
-def events(XA: np.ndarray, XI: np.ndarray, y: np.ndarray, code: np.ndarray, sign_A: np.ndarray,
-           acols: np.ndarray, icols: np.ndarray, lev: float, w: np.ndarray, lam: float,
-           kind: int, p: float) -> np.ndarray:
-    """The event functions of :meth:`GLMSystem.events` (lasso): features ``[0, d)``, then the
-    samples' distance to the lower (``[d, d + n)``) and upper (``[d + n, d + 2n)``, M only)
-    boundary of their set; ``>= 0`` while the sets are valid."""
-    n = y.size
+def events_r(XI: np.ndarray, code: np.ndarray, sign_A: np.ndarray, acols: np.ndarray, icols: np.ndarray,
+             lev: float, w: np.ndarray, r: np.ndarray, phi: np.ndarray, lo: float,
+             hi: float) -> tuple[np.ndarray, np.ndarray]:
+    """The event functions of :meth:`GLMSystem.events` (lasso) at the point ``w`` with residuals
+    ``r`` and ``phi = v r`` (``lo``, ``hi``: the thresholds at its age): features ``[0, d)``,
+    then the samples' distance to the lower (``[d, d + n)``) and upper (``[d + n, d + 2n)``,
+    M only) boundary of their set; ``>= 0`` while the sets are valid.  Returns ``(h, g)`` with
+    ``g = X_I^T phi``, the inactive features' gradient."""
+    n = r.size
     d = acols.size + icols.size
     h = np.empty(d + 2 * n)
-    r = XA @ w - y
-    lo, hi = kind[1](lam, p)
-    v, dl, dlam = np.empty(n), np.empty(n), np.empty(n)
-    weights(r, code, lam, kind, p, v, dl, dlam)
     for j in range(acols.size):
         h[acols[j]] = sign_A[j] * w[j]
+    g = np.empty(0)
     if icols.size:
-        g = XI.T @ (v * r)
+        g = XI.T @ phi
         for j in range(icols.size):
             h[icols[j]] = 1.0 - abs(g[j]) / lev
     for i in range(n):
@@ -55,7 +69,18 @@ def events(XA: np.ndarray, XI: np.ndarray, y: np.ndarray, code: np.ndarray, sign
         else:
             h[d + i] = ell - hi
             h[d + n + i] = np.inf
-    return h
+    return h, g
+
+
+@njit(cache=True)
+def events(XA: np.ndarray, XI: np.ndarray, y: np.ndarray, code: np.ndarray, sign_A: np.ndarray,
+           acols: np.ndarray, icols: np.ndarray, lev: float, w: np.ndarray, lam: float,
+           kind, p: float) -> np.ndarray:
+    """:func:`events_r` at ``(w, lam)``, from ``w`` alone."""
+    easy, mixed = set_lists(code)
+    r = XA @ w - y
+    lo, hi = kind[1](lam, p)
+    return events_r(XI, code, sign_A, acols, icols, lev, w, r, phi_r(r, easy, mixed, lam, kind, p), lo, hi)[0]
 
 
 @njit(cache=True)
@@ -70,32 +95,80 @@ def event_scale(d: int, n: int, nA: int, acols: np.ndarray, wscale: float, hi: f
 
 
 @njit(cache=True)
-def hermite(t0: float, h: float, w0: np.ndarray, w1: np.ndarray, d0: np.ndarray, d1: np.ndarray,
-             s: float) -> np.ndarray:
-    """Cubic Hermite interpolant of ``(t0, w0, d0)`` and ``(t0 + h, w1, d1)`` at ``s``."""
+def interior_sees(XI: np.ndarray, code: np.ndarray, sign_A: np.ndarray, icols: np.ndarray, lev: float,
+                  easy: np.ndarray, mixed: np.ndarray, ws: np.ndarray, rs: np.ndarray, s: float, kind,
+                  p: float, wscale: float, event_tol: float) -> bool:
+    """Whether an event function at the point ``ws`` of age ``s`` (residuals ``rs``) is below
+    ``-event_tol`` times its scale (:func:`event_scale`), as :func:`events_r` would say: the
+    samples and the active features first; ``phi`` and ``X_I^T phi`` only when they see none."""
+    lo, hi = kind[1](s, p)
+    tol_s = event_tol * (1.0 + hi)
+    for i in range(rs.size):
+        ell = quadratic_loss_nb(rs[i])
+        c = code[i]
+        if c == EASY:
+            if lo - ell < -tol_s:
+                return True
+        elif c == MIXED:
+            if ell - lo < -tol_s or hi - ell < -tol_s:
+                return True
+        elif ell - hi < -tol_s:
+            return True
+    for j in range(ws.size):
+        if sign_A[j] * ws[j] < -event_tol * wscale:
+            return True
+    if icols.size:
+        g = XI.T @ phi_r(rs, easy, mixed, s, kind, p)
+        for j in range(icols.size):
+            if 1.0 - abs(g[j]) / lev < -event_tol:
+                return True
+    return False
+
+
+@njit(cache=True)
+def hermite_coef(t0: float, h: float, s: float) -> tuple[float, float, float, float]:
+    """``(h00, h h10, h01, h h11)``: the cubic Hermite basis at ``u = (s - t0) / h``."""
     u = (s - t0) / h
     h00 = (1 + 2 * u) * (1 - u) ** 2
     h10 = u * (1 - u) ** 2
     h01 = u * u * (3 - 2 * u)
     h11 = u * u * (u - 1)
-    return h00 * w0 + (h10 * h) * d0 + h01 * w1 + (h11 * h) * d1
+    return h00, h10 * h, h01, h11 * h
 
 
 @njit(cache=True)
-def _crossed_min(XA, XI, y, code, sign_A, slot, lev, w, lam, kind, p, crossed, wscale, event_tol):
+def hermite(t0: float, h: float, w0: np.ndarray, w1: np.ndarray, d0: np.ndarray, d1: np.ndarray,
+            s: float) -> np.ndarray:
+    """Cubic Hermite interpolant of ``(t0, w0, d0)`` and ``(t0 + h, w1, d1)`` at ``s``."""
+    a, b, c, e = hermite_coef(t0, h, s)
+    return a * w0 + b * d0 + c * w1 + e * d1
+
+
+@njit(cache=True)
+def hermite_r(t0: float, h: float, r0: np.ndarray, r1: np.ndarray, q0: np.ndarray, q1: np.ndarray,
+              s: float) -> np.ndarray:
+    """The residuals ``X_A w(s) - y`` of the interpolant from those of its ends (``r0``, ``r1``) and
+    the products ``q0 = X_A d0``, ``q1 = X_A d1``: ``O(n)``, no product with ``X_A``."""
+    a, b, c, e = hermite_coef(t0, h, s)
+    out = np.empty(r0.size)
+    for i in range(r0.size):
+        out[i] = a * r0[i] + b * q0[i] + c * r1[i] + e * q1[i]
+    return out
+
+
+@njit(cache=True)
+def _crossed_min(XA, XI, y, code, sign_A, slot, lev, w, lam, kind, p, crossed, wscale, event_tol, easy, mixed, r):
     """``min`` over the ``crossed`` positions of (event function + its tolerance) at ``(w, lam)``:
-    the rows of the samples involved only, and every residual only when an inactive feature
-    is among them (its subgradient sums over all samples)."""
+    the rows of the samples involved only, and every residual (``r``, or ``X_A w - y`` when
+    ``r`` is empty) only when an inactive feature is among them (its subgradient sums over all
+    samples)."""
     n = y.size
     d = slot.size
     lo, hi = kind[1](lam, p)
     vr = np.empty(0)
     for q in crossed:
         if q < d and slot[q] < 0:
-            r = XA @ w - y
-            v, dl, dlam = np.empty(n), np.empty(n), np.empty(n)
-            weights(r, code, lam, kind, p, v, dl, dlam)
-            vr = v * r
+            vr = phi_r(r if r.size else XA @ w - y, easy, mixed, lam, kind, p)
             break
     out = np.inf
     for q in crossed:
@@ -131,23 +204,43 @@ def _crossed_min(XA, XI, y, code, sign_A, slot, lev, w, lam, kind, p, crossed, w
 
 # ------------------------------------------------------------------ location of the first crossing
 # ``ev``: what the crossed event functions need, ``(XA, XI, y, code, sign_A, slot, lev, kind, p,
-# crossed, wscale, event_tol)``; ``pr``: the step's interpolant and the projection onto F = 0,
-# ``(t0, h, w0, w1, d0, d1, XL, yL, cL, grad_pen, lev, kind, p, LU, perm, newton_tol)``.
+# crossed, wscale, event_tol, easy, mixed, need_r)`` (``need_r``: an inactive feature is crossed,
+# whose event needs every residual); ``pr``: the step's interpolant and the projection onto F = 0,
+# ``(t0, h, w0, w1, d0, d1, r0, r1, q0, q1, dmid, XA, y, easy, mixed, grad_pen, lev, kind, p, fac,
+# newton_tol, G, last_w, have_last)`` (``last_w``: the remaining correction of the last projected
+# point, kept in place).
 
 @njit(cache=True)
-def _h_at(ev, ws, s):
-    """``H`` at the point ``ws`` of age ``s``: the smallest crossed event function plus its tolerance."""
-    XA, XI, y, code, sign_A, slot, lev, kind, p, crossed, wscale, event_tol = ev
-    return _crossed_min(XA, XI, y, code, sign_A, slot, lev, ws, s, kind, p, crossed, wscale, event_tol)
+def _h_at(ev, ws, s, rs):
+    """``H`` at the point ``ws`` of age ``s`` (residuals ``rs``, or empty): the smallest crossed
+    event function plus its tolerance."""
+    XA, XI, y, code, sign_A, slot, lev, kind, p, crossed, wscale, event_tol, easy, mixed, _ = ev
+    return _crossed_min(XA, XI, y, code, sign_A, slot, lev, ws, s, kind, p, crossed, wscale, event_tol, easy,
+                        mixed, rs)
+
+
+@njit(cache=True)
+def predict(t0, h, w0, w1, d0, d1, dmid, s):
+    """The interpolant at ``s`` corrected by the middle point's error ``dmid`` (module docstring)."""
+    u = (s - t0) / h
+    return hermite(t0, h, w0, w1, d0, d1, s) + (16.0 * u * u * (1.0 - u) * (1.0 - u)) * dmid
 
 
 @njit(cache=True)
 def _h_proj(ev, pr, s):
-    """``H`` at the Newton projection of the interpolant at ``s``: ``(H, point, projected)``."""
-    t0, h, w0, w1, d0, d1, XL, yL, cL, grad_pen, lev, kind, p, LU, perm, newton_tol = pr
-    ws = hermite(t0, h, w0, w1, d0, d1, s)
-    ps, res, _ = project(XL, yL, cL, grad_pen, lev, ws, s, kind, p, LU, perm, True, newton_tol)
-    return _h_at(ev, ps, s), ps, res <= 1e3 * newton_tol
+    """``H`` at the Newton projection at age ``s``: ``(H, point, projected)``."""
+    (t0, h, w0, w1, d0, d1, r0, r1, q0, q1, dmid, XA, y, easy, mixed, grad_pen, lev, kind, p, fac, newton_tol, G,
+     last_w, have_last) = pr
+    wb = predict(t0, h, w0, w1, d0, d1, dmid, s)
+    ws = wb + last_w if have_last[0] else wb
+    # (the residuals of the start computed from it: close to the path, it is often the projection)
+    ps, rps, _, res, _ = project_r(XA, y, easy, mixed, grad_pen, lev, ws, np.empty(0), s, kind, p, fac, True,
+                                   newton_tol, G)
+    ok = res <= 1e3 * newton_tol
+    if ok:
+        last_w[:] = ps - wb
+        have_last[0] = True
+    return _h_at(ev, ps, s, rps), ps, ok
 
 
 @njit(cache=True)
@@ -158,7 +251,8 @@ def _scan(ev, pr, t_end, ha):
     Returns ``(lo, hi, H(lo), H(hi), c_lo, c_hi, fine)``: the finest cell found, the coarse
     cell, and whether the fine grid saw the change too.
     """
-    t0, h, w0, w1, d0, d1 = pr[0], pr[1], pr[2], pr[3], pr[4], pr[5]
+    t0, h, w0, w1, d0, d1, r0, r1, q0, q1 = pr[0], pr[1], pr[2], pr[3], pr[4], pr[5], pr[6], pr[7], pr[8], pr[9]
+    none = np.empty(0)
     lo, hi = t0, t_end
     c_lo, c_hi = t0, t_end
     h_lo, h_hi = ha, 0.0
@@ -168,7 +262,8 @@ def _scan(ev, pr, t_end, ha):
         found = False
         for j in range(1, 17):
             s = lo + (hi - lo) * j / 16.0
-            hs = _h_at(ev, hermite(t0, h, w0, w1, d0, d1, s), s)
+            rs = hermite_r(t0, h, r0, r1, q0, q1, s) if ev[14] else none
+            hs = _h_at(ev, hermite(t0, h, w0, w1, d0, d1, s), s, rs)
             if hs < 0:
                 lo, hi, h_lo, h_hi = prev_s, s, prev_h, hs
                 found = True
@@ -251,8 +346,8 @@ def _illinois(ev, pr, a, fa, b, fb, pb, ftol, xtol, t_end, w_end):
 
 
 @njit(cache=True)
-def locate(XA, XI, y, code, sign_A, acols, icols, lev, kind, p, XL, yL, cL, grad_pen,
-           newton_tol, event_tol, wscale, crossed, t0, h, w0, w1, d0, d1, t_end, w_end, LU, perm):
+def locate(XA, XI, y, code, sign_A, acols, icols, easy, mixed, lev, kind, p, grad_pen, newton_tol, event_tol,
+           wscale, crossed, t0, h, w0, w1, d0, d1, r0, r1, q0, q1, dmid, t_end, w_end, fac, G):
     """Age of the first crossing of the ``crossed`` event functions in ``(t0, t_end]``, on the
     projected path: ``(age, projected point, ok)``.
 
@@ -260,7 +355,9 @@ def locate(XA, XI, y, code, sign_A, acols, icols, lev, kind, p, XL, yL, cL, grad
     point of age ``s``.  The interpolant is scanned for the first sign change (:func:`_scan`);
     secant steps (:func:`_secant_bracket`) and then Illinois (:func:`_illinois`) on the
     projected ``H`` finish from that cell, or from the whole interval when the cell does not
-    bracket the projected root.
+    bracket the projected root.  ``(r0, r1, q0, q1)``: the residuals of the step's ends and
+    the products of their tangents with ``X_A``; ``dmid``: the middle point's correction
+    (:func:`predict`); ``fac``: the factor at the step's end.
     """
     n = y.size
     d = acols.size + icols.size
@@ -271,10 +368,15 @@ def locate(XA, XI, y, code, sign_A, acols, icols, lev, kind, p, XL, yL, cL, grad
         slot[acols[j]] = j
     for j in range(icols.size):
         slot[icols[j]] = -(j + 1)
-    ev = (XA, XI, y, code, sign_A, slot, lev, kind, p, crossed, wscale, event_tol)
-    pr = (t0, h, w0, w1, d0, d1, XL, yL, cL, grad_pen, lev, kind, p, LU, perm, newton_tol)
+    need_r = False
+    for q in crossed:
+        if q < d and slot[q] < 0:
+            need_r = True
+    ev = (XA, XI, y, code, sign_A, slot, lev, kind, p, crossed, wscale, event_tol, easy, mixed, need_r)
+    pr = (t0, h, w0, w1, d0, d1, r0, r1, q0, q1, dmid, XA, y, easy, mixed, grad_pen, lev, kind, p, fac, newton_tol,
+          G, np.empty(k), np.zeros(1, dtype=np.bool_))
 
-    ha = _h_at(ev, w0, t0)
+    ha = _h_at(ev, w0, t0, r0)
     if ha < 0:  # already violated at the step start
         return t0, w0.copy(), True
     sc = event_scale(d, n, k, acols, wscale, kind[1](t_end, p)[1])
@@ -283,7 +385,7 @@ def locate(XA, XI, y, code, sign_A, acols, icols, lev, kind, p, XL, yL, cL, grad
         ftol = min(ftol, 1e-3 * event_tol * sc[i])
     lo, hi, h_lo, h_hi, c_lo, c_hi, fine = _scan(ev, pr, t_end, ha)
     a, fa = t0, ha
-    b, fb, pb = t_end, _h_at(ev, w_end, t_end), w_end.copy()
+    b, fb, pb = t_end, _h_at(ev, w_end, t_end, np.empty(0)), w_end.copy()
     bracket = False
     if fine and h_lo >= 0 > h_hi:
         status, u, fu, v_, fv, pv = _secant_bracket(ev, pr, lo, hi, h_lo, h_hi, c_lo, c_hi, ftol)
