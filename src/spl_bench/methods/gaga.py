@@ -168,54 +168,42 @@ class GAGA(SPLEstimator):
         self._fit_data_ = (X, y)  # the kernel SVM's candidates refer to the training rows (use_ages)
         self.time_before_resume_ = float(path.meta["time_before_resume_s"])
         if self.candidates == "steps":
-            lams, vals, bs = self._step_candidates(path)
+            idx, grid = self._step_candidates(path)
         else:
-            lams, vals, bs = self._critical_grid_candidates(path, lam_min, lam_max)
+            idx, grid = self._critical_grid_candidates(path, lam_min, lam_max)
+        lams = list(path.lambdas[idx])
+        vals = [path.values[i] for i in idx]
+        bs = list(path.intercept[idx])
+        if grid.size:  # the grid's ages through the dense output
+            gv, gb = path.at(grid)
+            lams += list(grid)
+            vals += list(gv)
+            bs += list(gb)
         order = np.argsort(np.asarray(lams), kind="stable")
         self.candidate_params_ = [{"lam": float(lams[i])} for i in order]
         self.candidate_models_ = [self._params(vals[i], bs[i], X, y, path) for i in order]
 
-    def _critical_grid_candidates(self, path: AgePath, lam_min: float,
-                                  lam_max: float) -> tuple[list[float], list[Array], list[float]]:
-        """Both sides of every critical point, the last point, and the fixed grid by dense output."""
+    def _critical_grid_candidates(self, path: AgePath, lam_min: float, lam_max: float) -> tuple[Array, Array]:
+        """Recorded points offered (both sides of every critical point, the last point) and the grid:
+        ``n_grid`` fixed ages of ``[lam_min, lam_max]`` on the path and outside its degenerate gaps."""
         keep = path.point_kind != "step"
         keep[-1] = True
-        idx = np.flatnonzero(keep)
-        lams = list(path.lambdas[idx])
-        vals = [path.values[i] for i in idx]
-        bs = list(path.intercept[idx])
-        if self.n_grid and int(self.n_grid) > 0:
-            grid = np.linspace(lam_min, lam_max, int(self.n_grid))
-            grid = _outside_gaps(grid[(grid >= path.lambdas[0]) & (grid <= path.lambdas[-1])], path)
-            if grid.size:
-                gv, gb = path.at(grid)
-                lams += list(grid)
-                vals += list(gv)
-                bs += list(gb)
-        return lams, vals, bs
+        grid = np.linspace(lam_min, lam_max, max(int(self.n_grid or 0), 0))
+        grid = _outside_gaps(grid[(grid >= path.lambdas[0]) & (grid <= path.lambdas[-1])], path)
+        return np.flatnonzero(keep), grid
 
-    def _step_candidates(self, path: AgePath) -> tuple[list[float], list[Array], list[float]]:
+    def _step_candidates(self, path: AgePath) -> tuple[Array, Array]:
         """Every recorded point (thinned to ``max_candidates``) and ``n_grid`` ages between the path's
         first and last age: the rule of the rows made before 2026-11-29."""
-        k = len(path)
-        keep = np.zeros(k, dtype=bool)
+        keep = np.zeros(len(path), dtype=bool)
         keep[path.point_kind != "step"] = True
         n_free = max(int(self.max_candidates) - int(keep.sum()), 0)
         steps = np.flatnonzero(~keep)
         if steps.size > n_free:
             steps = steps[np.linspace(0, steps.size - 1, n_free).astype(int)] if n_free else steps[:0]
         keep[steps] = True
-        idx = np.flatnonzero(keep)
-        lams = list(path.lambdas[idx])
-        vals = [path.values[i] for i in idx]
-        bs = list(path.intercept[idx])
-        if self.n_grid and int(self.n_grid) > 0:
-            grid = _outside_gaps(np.linspace(path.lambdas[0], path.lambdas[-1], int(self.n_grid)), path)
-            gv, gb = path.at(grid)
-            lams += list(grid)
-            vals += list(gv)
-            bs += list(gb)
-        return lams, vals, bs
+        grid = np.linspace(path.lambdas[0], path.lambdas[-1], max(int(self.n_grid or 0), 0))
+        return np.flatnonzero(keep), _outside_gaps(grid, path)
 
     def use_ages(self, ages: Any) -> GAGA:
         """The path at ``ages`` by its dense output (:meth:`AgePath.at`), the equal-candidates control
