@@ -22,13 +22,13 @@ from datetime import UTC, datetime
 import numpy as np
 import pandas as pd
 
+from spl_bench.environment import code_version
 from spl_bench.errors import SplBenchError
 from spl_bench.paths import repo_root
+from spl_bench.rowstore import read_cell as read_rows
 from spl_bench.runner.cells import table_cells
-from spl_bench.runner.committed import read_rows
 from spl_bench.runner.plan import cell_states
 from spl_bench.runner.reproduce import run_seed
-from spl_bench.runner.results import code_version
 from spl_bench.runner.retiming import RETIMED_COLUMNS, RETIMED_FILE, append_retimed_row
 from spl_bench.table_registry import PROTOCOL_VARIANTS
 

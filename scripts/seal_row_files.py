@@ -1,7 +1,7 @@
 """Add the check trailer to row files written before row files were checked (idempotent).
 
     python scripts/seal_row_files.py                     # every row file under results/rows
-    python scripts/seal_row_files.py runs/my_exp         # a run folder (or a folder of them)
+    python scripts/seal_row_files.py runs/my_exp         # a results folder of spl-bench run
     python scripts/seal_row_files.py --check             # say what would change; change nothing
 
 A row file without its trailer (``#spl-bench rows=<n> sha256=<hex>``, :mod:`spl_bench.rowfiles`)
@@ -36,7 +36,6 @@ import pandas as pd
 from spl_bench.atomic import atomic_write_bytes
 from spl_bench.rowfiles import (
     COMMITTED_FILE,
-    RUN_FILE,
     _candidates,
     check_row_file,
     is_sealed,
@@ -61,8 +60,7 @@ def repair_hashes(path: Path, data: bytes) -> tuple[bytes, int]:
     ``data`` byte for byte for the rows as they are, nothing is repaired.
     """
     named = COMMITTED_FILE.match(path.name)
-    run = RUN_FILE.match(path.name)
-    h = path.parent.name if run and path.parent.parent.name == "rows" else named.group(1) if named else None
+    h = named.group(1) if named else None
     if h is None or _as_number(h) is None:
         return data, 0
     text = data.decode("utf-8")

@@ -18,7 +18,7 @@ from spl_bench.data import binarize, load_dataset
 from spl_bench.data.tabular import MAX_CLASSES, infer_task
 from spl_bench.errors import ConfigError, DataError
 from spl_bench.paths import config_dir
-from spl_bench.runner.results import config_hash
+from spl_bench.rowfiles import config_hash, read_row_file
 from spl_bench.runner.run_config import identity
 from test_first_hour import one_line_error, spl
 
@@ -192,10 +192,11 @@ def test_a_two_method_sweep_on_a_csv_and_its_report(tmp_path, capsys, monkeypatc
                        "data.path=cancer.csv", "data.target=diagnosis", "model=logistic", "protocol.n_runs=6",
                        *QUIET)  # fmt: skip
     assert code == 0, err
-    folders = sorted(p.parent for p in root.rglob("results.csv"))
-    assert [f.name.split("method=")[1].split(",")[0] for f in folders] == ["acs", "original"]
-    sha = json.loads(next((folders[0] / "rows").glob("*/config.json")).read_text())["data"]["sha256"]
-    assert len(sha) == 64
+    files = sorted(root.rglob("*__*.csv"))
+    assert [f.name.split("method=")[1].split(",")[0].split("__")[0] for f in files] == ["acs", "original"]
+    assert {f.parent for f in files} == {root / "default"} and all(len(read_row_file(f)) == 12 for f in files)
+    hashed = json.loads(files[0].with_suffix(".json").read_text())  # the config the row file's hash names
+    assert files[0].stem.endswith(f"__{config_hash(hashed)}") and len(hashed["data"]["sha256"]) == 64
     code, out, err = spl(capsys, "report", str(root / "default"), "--out", str(tmp_path / "rep"))
     assert code == 0, err
     assert "paired tests" in out and "acs vs original" in out and "One data set" in out

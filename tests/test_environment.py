@@ -11,7 +11,8 @@ from spl_bench.environment import NOT_RECORDED, describe, environment, environme
 from spl_bench.report import environments
 from spl_bench.report.drift import compare
 from spl_bench.report.tables import CELL_KEYS, read_results, write_report
-from spl_bench.rowfiles import write_row_file
+from spl_bench.rowfiles import read_row_file
+from spl_bench.rowstore import CellStore, write_index
 from spl_bench.runner.cli import main
 
 
@@ -39,8 +40,8 @@ def test_a_run_writes_its_environment_in_every_row(tmp_path):
     args = ["run", f"results_root={tmp_path}", "protocol.n_runs=2", "progress=false", "print_table=false",
             "method=original", "data=diabetes"]  # fmt: skip
     assert main(args) == 0
-    (results,) = tmp_path.rglob("results.csv")
-    rows = pd.read_csv(results)
+    (results,) = tmp_path.rglob("*__*.csv")
+    rows = read_row_file(results)
     assert len(rows) == 4
     envs = {library_key(t) for t in rows["environment"]}
     assert envs == {library_key(environment_json())}
@@ -104,10 +105,10 @@ def test_a_cell_pooling_two_kernel_families_is_listed_and_rows_without_one_are_n
 
 
 def test_spl_bench_report_warns_and_writes_the_footer(tmp_path, capsys):
-    run = tmp_path / "runs" / "e" / "x"
-    (run / "rows" / "h").mkdir(parents=True)
-    for seed, part in _rows([_env("2.4.6"), _env("2.5.0")]).groupby("seed"):
-        write_row_file(part, run / "rows" / "h" / f"run-{seed:03d}.csv")
+    store = CellStore(tmp_path / "runs", "e", "x", "h")
+    for _, part in _rows([_env("2.4.6"), _env("2.5.0")]).groupby("seed"):
+        store.add(part.to_dict("records"))
+    write_index(store.dir, [store.index_entry("x")])
     assert main(["report", str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--no-figure"]) == 0
     err = capsys.readouterr().err
     assert "warning:" in err and "different library versions" in err and "numpy 2.5.0" in err

@@ -23,6 +23,7 @@ from hydra import compose, initialize_config_dir
 
 from spl_bench.errors import ConfigError
 from spl_bench.paths import config_dir
+from spl_bench.rowfiles import read_row_file
 from spl_bench.runner import app, cli
 from spl_bench.runner.run_config import estimator_factory, identity, protocol_config
 
@@ -162,8 +163,10 @@ def test_documented_one_cell_command_runs(experiment, data_dir: Path, tmp_path, 
         code = exc.code
     err = capsys.readouterr().err
     assert code in (0, None), f"spl-bench run failed: {err.strip()[-500:]}"
-    files = list((tmp_path / "runs" / experiment).rglob("results.csv"))
-    assert len(files) == 1, f"expected one results file, found {files}"
-    rows = pd.read_csv(files[0])
+    files = list((tmp_path / "runs" / experiment).rglob("*__*.csv"))
+    assert len(files) == 1, f"expected one row file, found {files}"
+    assert files[0].parent == tmp_path / "runs" / experiment
+    assert list(pd.read_csv(files[0].parent / "index.csv")["file"]) == [files[0].name]
+    rows = read_row_file(files[0])
     assert len(rows) == 2 and set(rows["experiment"]) == {experiment}
     assert all(math.isfinite(v) for v in rows["value"])

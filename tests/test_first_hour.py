@@ -14,6 +14,7 @@ from hydra import compose, initialize_config_dir
 from rich.console import Console
 
 from spl_bench.paths import config_dir
+from spl_bench.rowfiles import read_row_file
 from spl_bench.runner import app
 from spl_bench.runner.cli import main
 from spl_bench.runner.run_config import identity
@@ -83,8 +84,8 @@ def test_1_dspl_runs_in_process_on_small_data_with_progress(tmp_path, capsys):
                        "protocol.n_runs=1", "method.max_outer=4", "print_table=false")  # fmt: skip
     assert code == 0, err
     assert "outer iteration" in err and "[INFO]" not in err and "distributed" not in err
-    (results,) = tmp_path.rglob("results.csv")
-    assert '"backend": "serial"' in pd.read_csv(results)["info"].iloc[0]
+    (results,) = tmp_path.rglob("*__*.csv")
+    assert '"backend": "serial"' in read_row_file(results)["info"].iloc[0]
 
 
 # 2. a table experiment without its row ----------------------------------------------------------
@@ -122,11 +123,11 @@ def test_3_the_report_gives_the_runs_of_each_method(tmp_path, capsys):
 
 
 def test_4_text_labels_binarise_or_say_what_to_set(tmp_path, capsys):
-    path = wine_file(tmp_path / "data")
+    path = wine_file(tmp_path)
     ok = wine_run(path, tmp_path / "a", "+data.binarize.kind=one_vs_rest", "+data.binarize.positive=barolo")
     code, _, err = spl(capsys, *ok)
     assert code == 0, err
-    rows = pd.read_csv(next((tmp_path / "a").rglob("results.csv")))
+    rows = read_row_file(next((tmp_path / "a").rglob("*__*.csv")))
     assert rows["value"].between(0.5, 1.0).all()
     code, _, err = spl(capsys, *wine_run(path, tmp_path / "b", "+data.binarize.kind=threshold",
                                          "+data.binarize.value=1"))  # fmt: skip
@@ -149,12 +150,25 @@ def test_5_a_path_in_an_override_names_one_folder(tmp_path, capsys):
     binarize = ["+data.binarize.kind=one_vs_rest", "+data.binarize.positive=barolo"]
     code, _, err = spl(capsys, *wine_run(path, root, *binarize))
     assert code == 0, err
-    (results,) = root.rglob("results.csv")
-    assert results.parent.parent == root / "default" and "data.file=wine2.csv.gz~" in results.parent.name
+    (results,) = root.rglob("*__*.csv")
+    assert results.parent == root / "default"  # the row file: in the experiment folder, no folder per path part
+    (job,) = (root / "default" / "logs").iterdir()  # Hydra's job folder: one level, named by the path's last part
+    assert "data.file=wine2.csv.gz~" in job.name and (job / ".hydra").is_dir()
     assert spl(capsys, "run", f"results_root={root}", "method=original", "protocol.n_runs=1", *QUIET)[0] == 0
     assert spl(capsys, "report", str(root / "default"))[0] == 0  # two configurations, two cells
+    assert len(list((root / "default").glob("*__*.csv"))) == 2
     code, _, err = spl(capsys, "run", f"results_root={root}", "+data.file=/x/wine2.csv.gz", *QUIET)
     assert code == 2 and "does not read data.file" in one_line_error(err)  # not silently diabetes
+
+
+def test_5_a_long_path_in_an_override_names_the_row_file_by_its_last_part(tmp_path, capsys):
+    root = tmp_path / "runs"
+    path = wine_file(tmp_path / "some" / "deeper" / "folder" / "of" / "data" / "files")
+    code, _, err = spl(capsys, *wine_run(path, root, "+data.binarize.kind=one_vs_rest",
+                                         "+data.binarize.positive=barolo"))  # fmt: skip
+    assert code == 0, err
+    (results,) = root.rglob("*__*.csv")
+    assert results.parent == root / "default" and "data.file=wine2.csv.gz~" in results.name
 
 
 # 6. the path command speaks run's language ------------------------------------------------------
@@ -207,10 +221,10 @@ def test_8_datasets_loads_each_file_before_saying_yes(tmp_path, capsys, monkeypa
     assert re.search(r"australian: .*sha256 does not match", out) and "german_numer: " in out
 
 
-# 9. one configuration, one folder; nothing beside the run folders; no empty folders -----------------
+# 9. one configuration, one row file; nothing beside the experiment folders; no empty folders -----------
 
 
-def test_9_run_folders_and_configurations_line_up(tmp_path, capsys):
+def test_9_row_files_and_configurations_line_up(tmp_path, capsys):
     root = tmp_path / "runs"
     assert spl(capsys, "run", f"results_root={root}", "method=original", "protocol.n_runs=1", *QUIET)[0] == 0
     code, _, err = spl(capsys, "run", "-m", f"results_root={root}", "method=original", "data=diabetes",
@@ -218,9 +232,15 @@ def test_9_run_folders_and_configurations_line_up(tmp_path, capsys):
     assert code == 0, err
     assert "same configuration" in err and "resuming: 1 of 2 runs" in err  # run 0 was not computed again
     exp = root / "default"
-    assert sorted(p.name for p in exp.iterdir()) == [".hydra", "method=original"]  # no multirun.yaml, no twin
+    assert sorted(tmp_path.iterdir()) == [root] and sorted(root.iterdir()) == [exp]
+    (rows,) = exp.glob("*__*.csv")  # one configuration, one row file: no twin under the second command's cell
+    assert rows.name.startswith("method=original__") and sorted(read_row_file(rows).seed.unique()) == [0, 1]
+    assert sorted(p.name for p in exp.iterdir() if p.name != ".lock") == sorted(
+        [".hydra", "logs", "index.csv", rows.name, rows.with_suffix(".json").name])  # no multirun.yaml
     assert (exp / ".hydra" / "multirun.yaml").is_file()
-    assert len(list((exp / "method=original").rglob("run-*.csv"))) == 2
+    index = pd.read_csv(exp / "index.csv")
+    assert index[["cell", "file"]].values.tolist() == [["method=original", rows.name]]
+    assert sorted(p.name for p in (exp / "logs").iterdir()) == ["data=diabetes,method=original", "method=original"]
     failed = tmp_path / "failed"
     assert spl(capsys, "run", f"results_root={failed}", "+model.params.alpah=0.01", *QUIET)[0] == 2
     assert folders(failed) == []

@@ -246,3 +246,55 @@ def test_the_tracker_scan_sees_upward_imports_and_mixins(tmp_path, monkeypatch):
         "spl_bench.gaga.core.stepping.Stepper derives from another class (collaborators, not mixins)",
         "spl_bench.gaga.core.warm imports spl_bench.gaga.core.stepping (above it)",
     ]
+
+
+# ----------------------------------------------------------------------------- runner and report (issue 61)
+def import_graph(folders: tuple[str, ...]) -> dict[str, set[str]]:
+    """Module -> the modules of the package it imports (at any depth), for the modules of ``folders``."""
+    paths = [p for f in folders for p in sorted((PACKAGE / f).rglob("*.py"))]
+    names = {module_name(p) for p in PACKAGE.rglob("*.py")}
+    return {module_name(p): {m for m in imported_modules(p) if m in names and m != module_name(p)} for p in paths}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every import circle among the graph's modules (depth first; each circle once, from its least name)."""
+    found: set[tuple[str, ...]] = set()
+
+    def walk(node: str, trail: list[str]) -> None:
+        for nxt in sorted(graph.get(node, ())):
+            if nxt in trail:
+                loop = trail[trail.index(nxt):]
+                k = loop.index(min(loop))
+                found.add(tuple(loop[k:] + loop[:k]))
+            elif nxt in graph:
+                walk(nxt, [*trail, nxt])
+
+    for start in sorted(graph):
+        walk(start, [start])
+    return [list(c) for c in sorted(found)]
+
+
+def test_runner_and_report_have_no_import_circle():
+    """No module of runner/ or report/ reaches itself through imports (``cli -> path_cmd -> cli`` was one);
+    ``__init__`` modules are left out: a package importing its own modules is no circle of code."""
+    graph = import_graph(("runner", "report"))
+    graph = {k: {m for m in v if not m.endswith(("runner", "report"))} for k, v in graph.items()
+             if not k.endswith(("runner", "report"))}  # fmt: skip
+    assert cycles(graph) == []
+
+
+def test_the_circle_search_finds_a_circle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_report_reads_rows_only_through_the_row_store():
+    """One reader: no module of report/ opens a row file or an index itself (rowfiles' readers are the store's)."""
+    def names(path: Path) -> set[str]:
+        tree = ast.parse(path.read_text())
+        return {n.id if isinstance(n, ast.Name) else getattr(n, "attr", "") for n in ast.walk(tree)}
+
+    readers = {"read_row_file", "read_row_index"}
+    direct = sorted(module_name(p) for p in (PACKAGE / "report").rglob("*.py") if readers & names(p))
+    assert direct == ["spl_bench.report.tables"]  # a single row file given on the command line

@@ -11,6 +11,7 @@ import requests
 from spl_bench.data import load_dataset
 from spl_bench.data.loaders import dataset_spec
 from spl_bench.errors import ConfigError, DataError
+from spl_bench.rowfiles import read_row_file
 from spl_bench.runner.cli import main
 from test_first_hour import spl
 
@@ -132,6 +133,6 @@ def test_a_run_on_a_fake_openml_set(fake_openml, tmp_path, capsys):
     code = main(["run", f"results_root={tmp_path}", "data=openml", "data.openml_id=44", "model=svm",
                  "method=original", "protocol.n_runs=2", *QUIET])  # fmt: skip
     assert code == 0
-    (results,) = tmp_path.rglob("results.csv")
-    rows = pd.read_csv(results)
+    (results,) = tmp_path.rglob("*__*.csv")
+    rows = read_row_file(results)
     assert set(rows["dataset"]) == {"openml_44"} and set(rows["metric"]) == {"accuracy", "selection_accuracy"}

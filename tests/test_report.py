@@ -84,16 +84,19 @@ def _cell_rows(h: str, offset: float, seeds=range(3), dataset: str = "d") -> lis
 
 
 def _mixed_folders(root):
-    from spl_bench.runner.results import RowStore
+    """Experiment folder ``e`` of the row store with two cells that are one cell of the report (``lam_step``
+    is no cell key of it) under two config hashes, and a third cell of another dataset."""
+    from spl_bench.rowstore import CellStore, write_index
 
-    for folder, h, offset in (("lam_step=2", "aaaa11112222", 0.0), ("lam_step=3", "bbbb33334444", 10.0)):
-        store = RowStore(root / "e" / folder, h)
+    entries = []
+    for cell, h, offset in (("lam_step=2", "aaaa11112222", 0.0), ("lam_step=3", "bbbb33334444", 10.0)):
+        store = CellStore(root, "e", cell, h)
         for seed in range(3):
-            store.write(seed, [r for r in _cell_rows(h, offset) if r["seed"] == seed])
-        store.rewrite_summary()
-    other = RowStore(root / "e" / "other", "cccc55556666")  # another cell: untouched by --hash
-    other.write(0, _cell_rows("cccc55556666", 5.0, seeds=[0], dataset="d2"))
-    other.rewrite_summary()
+            store.add([r for r in _cell_rows(h, offset) if r["seed"] == seed])
+        entries.append(store.index_entry(cell))
+    other = CellStore(root, "e", "other", "cccc55556666")  # another cell: untouched by --hash
+    other.add(_cell_rows("cccc55556666", 5.0, seeds=[0], dataset="d2"))
+    write_index(root / "e", [*entries, other.index_entry("other")])
 
 
 def test_report_refuses_two_configurations_in_one_cell(tmp_path, capsys):
@@ -106,7 +109,9 @@ def test_report_refuses_two_configurations_in_one_cell(tmp_path, capsys):
         read_results([tmp_path])
     msg = str(exc.value)
     assert "rows of 2 configurations in one cell" in msg and "method acs" in msg and "dataset d," in msg
-    assert "aaaa11112222 (3 runs, in " in msg and "bbbb33334444 (3 runs, in " in msg and "lam_step=3" in msg
+    # each hash named with the cell it was read from (experiment folder and cell name)
+    assert f"aaaa11112222 (3 runs, in {tmp_path}/e/lam_step=2)" in msg
+    assert f"bbbb33334444 (3 runs, in {tmp_path}/e/lam_step=3)" in msg
     assert "--hash" in msg
     with pytest.raises(DataError, match="2 configurations"):  # a frame pooled elsewhere: summarize refuses too
         summarize(pd.DataFrame(_cell_rows("aaaa11112222", 0.0) + _cell_rows("bbbb33334444", 10.0)))
@@ -136,3 +141,38 @@ def test_hash_selects_one_configuration(tmp_path, capsys):
     assert main(["report", str(tmp_path), "--hash", "bbbb", "--out", str(tmp_path / "out"), "--no-figure"]) == 0
     written = pd.read_csv(tmp_path / "out" / "table.csv").set_index("dataset")
     assert written.loc["d", "runs"] == 3 and written.loc["d", "acs"] == "11.000 ± 1.000"
+
+
+def test_two_hashes_of_one_cell_file_are_never_pooled(tmp_path):
+    """One cell of the row store run under two configurations: the report reads the hash its index names."""
+    from spl_bench.report.tables import read_results
+    from spl_bench.rowstore import CellStore, write_index
+
+    old, new = CellStore(tmp_path, "e", "c", "aaaa11112222"), CellStore(tmp_path, "e", "c", "bbbb33334444")
+    old.add(_cell_rows("aaaa11112222", 0.0))
+    new.add(_cell_rows("bbbb33334444", 10.0, seeds=[0, 1]))
+    write_index(tmp_path / "e", [old.index_entry("c")])
+    frame = read_results([tmp_path])
+    assert set(frame.config_hash) == {"aaaa11112222"} and sorted(frame.seed.unique()) == [0, 1, 2]
+    write_index(tmp_path / "e", [new.index_entry("c")])  # the index now names the new hash: only its rows
+    frame = read_results([tmp_path])
+    assert set(frame.config_hash) == {"bbbb33334444"} and sorted(frame.seed.unique()) == [0, 1]
+    assert "cell" not in frame
+
+
+def test_one_cell_of_two_results_folders_under_two_hashes_is_refused_naming_each_folder(tmp_path):
+    from spl_bench.errors import DataError
+    from spl_bench.report.tables import read_results
+    from spl_bench.rowstore import CellStore, write_index
+
+    roots = []
+    for name, h, offset in (("runs_a", "aaaa11112222", 0.0), ("runs_b", "bbbb33334444", 10.0)):
+        store = CellStore(tmp_path / name, "e", "c", h)
+        store.add(_cell_rows(h, offset))
+        write_index(tmp_path / name / "e", [store.index_entry("c")])
+        roots.append(tmp_path / name)
+    with pytest.raises(DataError) as exc:
+        read_results(roots)
+    msg = str(exc.value)
+    assert f"aaaa11112222 (3 runs, in {roots[0]}/e/c)" in msg and f"bbbb33334444 (3 runs, in {roots[1]}/e/c)" in msg
+    assert len(read_results(roots, config_hash="bbbb")) == 6

@@ -1,4 +1,4 @@
-"""``spl-bench report DIR``: the paper tables' statistics on any run folders -- the paired Wilcoxon / Holm
+"""``spl-bench report DIR``: the paper tables' statistics on any results folder -- the paired Wilcoxon / Holm
 tests with ▲ in each line's own direction, and over two or more data sets the Friedman test and the
 critical-difference diagram (the functions of spl_bench.report.significance, not a second implementation)."""
 
@@ -15,8 +15,8 @@ from statsmodels.stats.multitest import multipletests
 
 from spl_bench.report import folder, significance
 from spl_bench.report.tables import read_results, summarize
+from spl_bench.rowstore import CellStore, write_index
 from spl_bench.runner.cli import main
-from spl_bench.runner.results import RowStore
 
 METHODS = ("acs", "gaga", "original")
 #: data set -> its metric (accuracy: higher is better; gen_error: lower is better)
@@ -24,18 +24,22 @@ DATASETS = {"d_acc": "accuracy", "d_err": "gen_error", "d_acc2": "accuracy"}
 
 
 def write_folders(root, values: dict[tuple[str, str], np.ndarray]) -> None:
-    """One run folder per (data set, method), a row file per seed, as ``spl-bench run`` writes them."""
+    """One cell per (data set, method) in the row store's folder ``root/e``, a seed at a time, and its index,
+    as ``spl-bench run`` writes them."""
+    entries = []
     for (dataset, method), vals in values.items():
         metric = DATASETS[dataset]
         h = f"{abs(hash((dataset, method))) % 10**12:012d}"
-        store = RowStore(root / "e" / f"data={dataset},method={method}", h)
+        cell = f"data={dataset},method={method}"
+        store = CellStore(root, "e", cell, h)
         for seed, v in enumerate(vals):
             common = {"experiment": "e", "dataset": dataset, "noise": "uniform_flip@0.3", "method": method,
                       "model": "svm", "sp": "linear" if method != "original" else "-", "selection": "validation",
                       "config_hash": h, "seed": seed, "time_s": 0.1, "n_restarts": None}  # fmt: skip
-            store.write(seed, [{**common, "metric": metric, "value": float(v)},
-                               {**common, "metric": f"selection_{metric}", "value": 0.0}])  # fmt: skip
-        store.rewrite_summary()
+            store.add([{**common, "metric": metric, "value": float(v)},
+                       {**common, "metric": f"selection_{metric}", "value": 0.0}])  # fmt: skip
+        entries.append(store.index_entry(f"data={dataset} method={method}"))
+    write_index(root / "e", entries)
 
 
 def values_with_a_winner(winner: str, n: int = 12, datasets=tuple(DATASETS), seed: int = 0) -> dict:
@@ -141,6 +145,29 @@ def test_report_of_results_without_row_files_still_works(tmp_path, capsys):
     assert code == 0, err
     assert "Wilcoxon signed-rank test of their means" not in out  # three methods: Friedman, not the 2-method test
     assert "Friedman test over the 2 lines" in out
+
+
+def test_report_of_one_row_file_or_one_experiment_folder(tmp_path, capsys):
+    vals = values_with_a_winner("gaga", datasets=("d_acc",))
+    write_folders(tmp_path / "runs", vals)
+    one = next((tmp_path / "runs" / "e").glob("data=d_acc,method=gaga__*.csv"))
+    frame = read_results([one])  # a row file, read after its check trailer
+    assert set(frame.method) == {"gaga"} and sorted(frame.seed.unique()) == list(range(12))
+    assert len(read_results([tmp_path / "runs" / "e"])) == len(read_results([tmp_path / "runs"])) == 3 * 12 * 2
+    code, out, err = run_report(capsys, str(tmp_path / "runs" / "e"), "--no-figure")
+    assert code == 0, err
+    assert "acs vs gaga" in out
+
+
+def test_a_results_folder_of_the_old_layout_is_refused_naming_the_migration(tmp_path, capsys):
+    old = tmp_path / "runs" / "e" / "data=d_acc,method=gaga" / "rows" / "0123e4567890"
+    old.mkdir(parents=True)
+    (old / "run-000.csv").write_text("experiment,dataset\ne,d_acc\n")
+    code, _, err = run_report(capsys, str(tmp_path / "runs"), "--no-figure")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    err = " ".join(err.split())
+    assert "rows/<hash>/run-NNN.csv" in err and f"scripts/migrate_run_folders.py {tmp_path / 'runs'}" in err
+    assert str(old.parent.parent) in err
 
 
 def test_two_methods_over_data_sets_use_the_wilcoxon_test_of_the_means(tmp_path, capsys):

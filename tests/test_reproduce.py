@@ -26,10 +26,11 @@ from spl_bench.report.page import _order_mark, clean_lines, row_summary, write_t
 from spl_bench.report.reproduction import tables_dir, write_all
 from spl_bench.report.status import FIDELITY_NOTE, available, cell_status
 from spl_bench.rowfiles import read_row_file, write_row_file
+from spl_bench.rowstore import read_cell
 from spl_bench.runner import commits, drift
 from spl_bench.runner import reproduce as rp
 from spl_bench.runner.cells import Cell, cell_hash, compose_cell, table_cells
-from spl_bench.runner.committed import read_rows, rows_file
+from spl_bench.runner.committed import rows_file
 from spl_bench.runner.plan import CellState, cell_states, plan_lines, seconds_per_run
 from spl_bench.runner.retiming import (
     RETIMED_COLUMNS,
@@ -65,7 +66,9 @@ def test_cell_hash_is_the_runners(tmp_path, data_dir):
     code = main(["run", f"results_root={tmp_path}", "protocol.n_runs=1", "progress=false", "print_table=false",
                  "experiment=gaga_table2", *cell.overrides])  # fmt: skip
     assert code == 0
-    rows = pd.concat(pd.read_csv(p) for p in tmp_path.rglob("results.csv"))
+    (path,) = tmp_path.rglob("*__*.csv")
+    assert path == rows_file(cell, cell_hash(compose_cell(cell)), tmp_path)  # the file the sweep writes the cell to
+    rows = read_row_file(path)
     assert set(rows["config_hash"]) == {cell_hash(compose_cell(cell))}
     ours = rp.run_seed(cell, 0)
     got = {r["metric"]: r["value"] for r in ours}
@@ -125,7 +128,7 @@ def test_sweep_resumes_from_committed_rows(tmp_path, data_dir):
     stale = again[0].file.with_name(f"{cell.cell_id}__000000000000.csv")
     stale.write_text(again[0].file.read_text())
     assert cell_states([cell], tmp_path)[0].stale == [stale]
-    assert len(load_ours("gaga_table2", tmp_path)) == len(read_rows(again[0].file))
+    assert len(load_ours("gaga_table2", tmp_path)) == len(read_cell(again[0].file))
 
 
 def test_a_cell_without_its_data_fails_once_and_its_other_seeds_are_passed_over(tmp_path, data_dir, monkeypatch):

@@ -19,15 +19,16 @@ from spl_bench.paths import repo_root
 from spl_bench.report.ours import load_ours
 from spl_bench.rowfiles import (
     check_row_file,
+    config_hash,
     encode_rows,
     read_row_file,
     verify_tree,
     write_row_file,
-    write_summary,
 )
+from spl_bench.rowstore import CellStore
 from spl_bench.runner.cells import Cell
 from spl_bench.runner.cli import main
-from spl_bench.runner.committed import append_rows, refresh_index
+from spl_bench.runner.committed import refresh_index, store_of
 from spl_bench.runner.plan import CellState, cell_states
 
 QUICK = ["method=original", "data=diabetes", "progress=false", "print_table=false"]
@@ -38,8 +39,23 @@ def run(root: Path, n_runs: int = 3, *extra: str) -> int:
 
 
 def run_dir(root: Path) -> Path:
-    (folder,) = {f.parent.parent.parent for f in root.rglob("rows/*/run-*.csv")}
+    """The experiment folder of the row store under ``root`` (the one with an ``index.csv``)."""
+    (folder,) = {f.parent for f in root.rglob("index.csv") if "logs" not in f.parts}
     return folder
+
+
+def cell_file(folder: Path) -> Path:
+    """The one row file (``<cell>__<hash>.csv``) of an experiment folder of one cell."""
+    (path,) = folder.glob("*__*.csv")
+    return path
+
+
+def keep_seeds(path: Path, seeds: list[int]) -> pd.DataFrame:
+    """Rewrite a row file with only ``seeds`` (as after a run stopped before the others); returns the rows kept."""
+    rows = read_row_file(path)
+    rows = rows[rows["seed"].isin(seeds)].reset_index(drop=True)
+    write_row_file(rows, path)
+    return rows
 
 
 def frame() -> pd.DataFrame:
@@ -52,16 +68,16 @@ def frame() -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def one_run(tmp_path_factory) -> Path:
-    """A run folder of 3 seeds (method=original, diabetes), copied by the tests that change it."""
+    """An experiment folder of one cell of 3 seeds (method=original, diabetes), copied by the tests that change it."""
     root = tmp_path_factory.mktemp("one_run")
     assert run(root) == 0
     return run_dir(root)
 
 
 def copy_run(one_run: Path, tmp_path: Path) -> tuple[Path, Path]:
-    """A copy of the run folder under ``tmp_path`` (results_root, run folder)."""
+    """A copy of the experiment folder under ``tmp_path`` (results_root, experiment folder)."""
     root = tmp_path / "root"
-    folder = root / one_run.relative_to(one_run.parents[1])
+    folder = root / one_run.name
     shutil.copytree(one_run, folder)
     return root, folder
 
@@ -115,35 +131,37 @@ def test_row_count_must_match_the_trailer(tmp_path):
 
 
 @pytest.mark.parametrize("damage", ["first_100_bytes", "empty"])
-def test_run_sets_a_damaged_row_file_aside_and_runs_its_seed_again(one_run, tmp_path, capsys, damage):
+def test_run_sets_a_damaged_row_file_aside_and_runs_its_seeds_again(one_run, tmp_path, capsys, damage):
     root, folder = copy_run(one_run, tmp_path)
-    (h,) = [d.name for d in (folder / "rows").iterdir()]
-    victim = folder / "rows" / h / "run-001.csv"
+    victim = cell_file(folder)
     before = read_row_file(victim)
-    victim.write_bytes(victim.read_bytes()[:100] if damage == "first_100_bytes" else b"")
+    damaged = victim.read_bytes()[:100] if damage == "first_100_bytes" else b""
+    victim.write_bytes(damaged)
     capsys.readouterr()
     assert run(root) == 0
     err = " ".join(capsys.readouterr().err.split())
-    assert f"damaged: {victim}" in err and "its run is run again" in err and "Traceback" not in err
-    aside = folder / "rows_damaged" / h / "run-001.csv"
-    assert aside.is_file() and str(victim) in (folder / "rows_damaged" / h / "run-001.csv.reason.txt").read_text()
-    again = read_row_file(victim)  # rerun: whole, and the same numbers
+    aside = folder / "damaged" / victim.name
+    assert f"damaged: {victim}" in err and f"moved to {aside}" in err and "its runs are run again" in err
+    assert "Traceback" not in err
+    assert aside.is_file() and str(victim) in (folder / "damaged" / f"{victim.name}.reason.txt").read_text()
+    assert aside.read_bytes() == damaged  # set aside as it was, never counted
+    again = read_row_file(victim)  # rerun: whole, every seed, and the same numbers
     cols = ["seed", "metric", "value", "lam"]
     pd.testing.assert_frame_equal(again[cols], before[cols])
-    summary = pd.read_csv(folder / "results.csv")
-    assert sorted(summary.seed) == [0, 0, 1, 1, 2, 2]
+    assert sorted(again.seed) == [0, 0, 1, 1, 2, 2]
+    assert verify_tree([root])[0].problems == []  # damaged/ is not read as a row file
 
 
 def test_report_stops_in_one_line_on_an_empty_row_file(one_run, tmp_path, capsys):
     root, folder = copy_run(one_run, tmp_path)
-    victim = next((folder / "rows").glob("*/run-002.csv"))
+    victim = cell_file(folder)
     victim.write_bytes(b"")
     capsys.readouterr()
     assert main(["report", str(root)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("error: ") and "Traceback" not in err
     assert f"{victim} is damaged: the file is empty" in " ".join(err.split())
-    assert "rerun the spl-bench run command" in err
+    assert "rerun the command that wrote it" in err and "moves it to damaged/" in err
 
 
 # ----------------------------------------------------------------------------- reproduce_tables and the tables
@@ -152,8 +170,8 @@ def test_report_stops_in_one_line_on_an_empty_row_file(one_run, tmp_path, capsys
 def _committed_cell(root: Path) -> CellState:
     cell = Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=original"))
     (state,) = cell_states([cell], root)
-    rows = [{**frame().iloc[0].to_dict(), "seed": s, "config_hash": state.config_hash} for s in (0, 1)]
-    append_rows(state.file, rows)
+    for s in (0, 1):
+        store_of(state, root).add([{**frame().iloc[0].to_dict(), "seed": s, "config_hash": state.config_hash}])
     refresh_index([state], root)
     return state
 
@@ -166,13 +184,14 @@ def test_reproduce_refuses_a_damaged_committed_file_and_never_counts_its_seeds(t
         cell_states([state.cell], tmp_path)
 
 
-def test_append_rows_keeps_a_hash_that_looks_like_a_number(tmp_path):
+def test_adding_rows_keeps_a_hash_that_looks_like_a_number(tmp_path):
     """Older code read a cell's file back with ``66e484979502`` as a number (inf) and wrote that."""
-    path = tmp_path / "c__66e484979502.csv"
+    store = CellStore(tmp_path, "e", "c", "66e484979502")
     row = {**frame().iloc[0].to_dict(), "config_hash": "66e484979502"}
-    append_rows(path, [{**row, "seed": 0}])
-    append_rows(path, [{**row, "seed": 1}])
-    assert set(read_row_file(path)["config_hash"]) == {"66e484979502"}
+    store.add([{**row, "seed": 0}])
+    store.add([{**row, "seed": 1}])
+    assert store.file == tmp_path / "e" / "c__66e484979502.csv"
+    assert set(read_row_file(store.file)["config_hash"]) == {"66e484979502"} and store.done() == {0, 1}
     assert verify_tree([tmp_path])[0].problems == []
 
 
@@ -195,9 +214,9 @@ def test_verify_passes_whole_folders_and_names_each_damaged_file_in_one_line(one
     _committed_cell(rows)
     assert main(["verify", str(root), str(rows)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("verified 3 row files under") and out[0].endswith("all whole")
-    assert "1 row file and 1 index file" in out[1]
-    first = next((folder / "rows").glob("*/run-000.csv"))
+    assert out[0] == f"verified 1 row file and 1 index file under {root}: all whole"
+    assert out[1] == f"verified 1 row file and 1 index file under {rows}: all whole"
+    first = cell_file(folder)
     first.write_bytes(first.read_bytes()[:100])
     cell = next(rows.rglob("*__*.csv"))
     cell.write_bytes(cell.read_bytes().replace(b"0.5", b"0.7", 1))
@@ -208,25 +227,42 @@ def test_verify_passes_whole_folders_and_names_each_damaged_file_in_one_line(one
     assert "1 problem(s) in 1 file(s)" in out[1] and "1 problem(s) in 1 file(s)" in out[3]
 
 
+def test_verify_skips_the_folders_set_aside_and_the_job_logs(one_run, tmp_path):
+    root, folder = copy_run(one_run, tmp_path)
+    for aside in ("damaged", "stale", "logs"):
+        (folder / aside).mkdir(exist_ok=True)
+        (folder / aside / cell_file(folder).name).write_bytes(b"cut")
+    (found,) = verify_tree([root])
+    assert found.problems == [] and found.files == 1 and found.indexes == 1
+
+
 def test_verify_checks_schema_seeds_and_config_hash(one_run, tmp_path):
     root, folder = copy_run(one_run, tmp_path)
-    h = next((folder / "rows").iterdir()).name
-    run1 = folder / "rows" / h / "run-001.csv"
-    rows = read_row_file(run1)
-    write_row_file(rows.assign(seed=2), run1)  # seed 2's rows in run 1's file
-    write_row_file(rows.assign(config_hash="abc"), folder / "rows" / h / "run-002.csv")
-    write_row_file(pd.concat([rows, rows]).assign(seed=0), folder / "rows" / h / "run-000.csv")
-    (folder / "rows" / h / "config.json").write_text('{"changed": 1}')
+    path = cell_file(folder)
+    cell, h = path.stem.rsplit("__", 1)
+    rows = read_row_file(path)
+    assert (found := verify_tree([root])[0]).problems == [] and found.files == 1
+    write_row_file(rows.assign(config_hash="abc"), path)  # rows of another configuration under this hash
+    write_row_file(pd.concat([rows, rows]).assign(seed=0), folder / f"twice__{h}.csv")
+    write_row_file(rows.assign(seed=0.5), folder / f"half__{h}.csv")
+    path.with_suffix(".json").write_text('{"changed": 1}')  # not the config the rows were hashed from
+    index = folder / "index.csv"
+    index.write_text(index.read_text() + f"other,,{h},other__0123e4567890.csv\n")
     (found,) = verify_tree([root])
     problems = "\n".join(found.problems)
-    assert "rows of seed 2 in the file of run 1" in problems
-    assert f"rows of config hash abc in the file of hash {h}" in problems
-    assert "seed 0 twice" in problems
-    assert "config.json: hashes to" in problems
-    write_row_file(rows.drop(columns=["metric"]), run1)
-    (found,) = verify_tree([run1])
-    assert [p for p in found.problems if p.startswith(f"{run1}:")] == [
-        f"{run1}: no column metric: not a row file of spl-bench"]
+    assert found.files == 3 and found.indexes == 1
+    assert f"{path}: rows of config hash abc in the file of hash {h}" in problems
+    assert f"twice__{h}.csv: seed 0 twice" in problems
+    assert f"half__{h}.csv: a seed that is not a whole number" in problems
+    assert f"{path.with_suffix('.json')}: hashes to {config_hash({'changed': 1})}, not to its row file's hash {h}" \
+        in problems
+    assert f"{index}: cell other: file other__0123e4567890.csv is not of its config hash {h}" in problems
+    index.write_text(index.read_text() + f'"{cell}",,{h},"{path.name}"\n')
+    assert f"{index}: cell {cell} listed twice" in verify_tree([root])[0].problems
+    write_row_file(rows.drop(columns=["metric"]), path)
+    (found,) = verify_tree([path])
+    assert [p for p in found.problems if p.startswith(f"{path}:")] == [
+        f"{path}: no column metric: not a row file of spl-bench"]
 
 
 def test_verify_refuses_a_path_without_row_files(tmp_path, capsys):
@@ -313,12 +349,17 @@ def _fill(where: Path) -> Path:
     return filler
 
 
-def _no_space(monkeypatch) -> None:
-    """Row writes that fail as on a full disk: the temporary file gets some bytes, then ENOSPC."""
+def _no_space(monkeypatch, target: Path) -> None:
+    """Writes of ``target`` that fail as on a full disk: the temporary file gets some bytes, then ENOSPC.
+
+    Other files (the folder's ``index.csv``, written before the first run) are written as usual.
+    """
     real = atomic._create_temp
 
     def create(path: Path) -> tuple[int, Path]:
         fd, tmp = real(path)
+        if Path(path) != target:
+            return fd, tmp
         os.write(fd, b"experiment,dataset\nhalf")  # half-written
         full = os.open("/dev/full", os.O_WRONLY) if os.path.exists("/dev/full") else None
         if full is None:
@@ -333,13 +374,12 @@ def _no_space(monkeypatch) -> None:
 
 def test_a_full_disk_at_a_row_write_gives_one_line_and_leaves_no_half_written_row(one_run, tmp_path, monkeypatch,
                                                                                    capsys):
-    """The write of run 1's row file fails as on a full disk (``/dev/full`` under the temporary file)."""
+    """The write of the cell's row file adding run 1 fails as on a full disk (``/dev/full`` under the temp file)."""
     root, folder = copy_run(one_run, tmp_path)
-    target = next((folder / "rows").iterdir()) / "run-001.csv"
-    for later in ("run-001.csv", "run-002.csv"):
-        (target.parent / later).unlink()
-    write_summary(folder)
-    _no_space(monkeypatch)
+    target = cell_file(folder)
+    kept = keep_seeds(target, [0])  # as after run 0: the next row write adds run 1
+    before = target.read_bytes()
+    _no_space(monkeypatch, target)
     capsys.readouterr()
     with pytest.raises(SystemExit) as exc:
         run(root, 3)
@@ -348,11 +388,14 @@ def test_a_full_disk_at_a_row_write_gives_one_line_and_leaves_no_half_written_ro
     assert "Traceback" not in err and err.count("error:") == 1
     assert f"writing the rows of run 1 to {target} failed: the disk is full (No space left on device)" in err
     assert "free space on that disk" in err
-    assert sorted(p.name for p in target.parent.iterdir()) == ["config.json", "run-000.csv"]  # no .tmp left
+    assert target.read_bytes() == before  # the file as it was: whole, run 0 only
+    pd.testing.assert_frame_equal(read_row_file(target), kept)
+    assert sorted(p.name for p in folder.iterdir() if p.is_file() and p.name != ".lock") == sorted(
+        ["index.csv", target.name, target.with_suffix(".json").name])  # no .tmp left
     assert not list(folder.rglob("*.tmp"))
     monkeypatch.undo()
     assert run(root, 3) == 0  # space again: the same command resumes
-    assert sorted(pd.read_csv(folder / "results.csv").seed.unique()) == [0, 1, 2]
+    assert sorted(read_row_file(target).seed.unique()) == [0, 1, 2]
 
 
 def test_a_small_disk_filling_up_mid_run_gives_one_line_and_only_whole_rows(small_disk, capsys):
@@ -370,10 +413,12 @@ def test_a_small_disk_filling_up_mid_run_gives_one_line_and_only_whole_rows(smal
     assert "failed: the disk is full (No space left on device)" in err and str(where) in err
     assert not list(where.rglob("*.tmp"))
     (found,) = verify_tree([where])
-    assert found.problems == [] and 0 < found.files < 40  # every row file left is whole
+    assert found.problems == [] and found.files == 1  # the row file left is whole
+    assert 0 < len(read_row_file(cell_file(run_dir(where))).seed.unique()) < 40  # some runs fit
     filler.unlink()
     assert run(where, 40) == 0  # space again: the same command resumes
-    assert verify_tree([where])[0].files == 40
+    assert verify_tree([where])[0].problems == []
+    assert sorted(read_row_file(cell_file(run_dir(where))).seed.unique()) == list(range(40))
 
 
 def test_a_full_disk_before_the_first_run_is_one_line_and_writes_nothing(small_disk, capsys):
@@ -406,11 +451,14 @@ def test_a_read_only_folder_is_refused_in_one_line(small_disk, capsys):
 def test_a_refused_row_write_gives_one_line(one_run, tmp_path, monkeypatch, capsys, code):
     """Root ignores mode bits, so the refusal is patched in where the row is written."""
     root, folder = copy_run(one_run, tmp_path)
-    for extra in (folder / "rows").glob("*/run-002.csv"):
-        extra.unlink()
-    write_summary(folder)  # results.csv as after run 1: the next write is run 2's row file
+    target = cell_file(folder)
+    keep_seeds(target, [0, 1])  # as after run 1: the next row write adds run 2
+    before = target.read_bytes()
+    real = atomic._create_temp
 
     def refuse(path: Path) -> tuple[int, Path]:
+        if Path(path) != target:
+            return real(path)
         raise OSError(code, os.strerror(code), str(path.with_name(f".{path.name}.123.tmp")))
 
     monkeypatch.setattr(atomic, "_create_temp", refuse)
@@ -420,8 +468,8 @@ def test_a_refused_row_write_gives_one_line(one_run, tmp_path, monkeypatch, caps
     assert exc.value.code == 2
     err = " ".join(capsys.readouterr().err.split())
     what = {errno.EACCES: "permission denied", errno.EROFS: "the file system is read-only"}[code]
-    assert f"run-002.csv failed: {what}" in err and "Traceback" not in err
-    assert not list(folder.rglob("*.tmp")) and not list(folder.rglob("run-002.csv"))
+    assert f"writing the rows of run 2 to {target} failed: {what}" in err and "Traceback" not in err
+    assert not list(folder.rglob("*.tmp")) and target.read_bytes() == before
 
 
 def test_report_on_a_full_disk_names_the_out_folder(one_run, tmp_path, monkeypatch, capsys):
@@ -465,9 +513,10 @@ def test_written_files_follow_the_umask(tmp_path, mask):
     finally:
         os.umask(old)
     folder = run_dir(tmp_path / "r")
-    written = [*folder.glob("rows/*/*"), folder / "results.csv", *(tmp_path / "out").iterdir(),
+    written = [*(p for p in folder.iterdir() if p.is_file()), *(tmp_path / "out").iterdir(),
                tmp_path / "one.txt", tmp_path / "a.png", tmp_path / "b.csv"]  # fmt: skip
-    assert any(p.suffix == ".png" for p in written) and any(p.name == "run-000.csv" for p in written)
+    assert any(p.suffix == ".png" for p in written) and cell_file(folder) in written
+    assert {"index.csv", cell_file(folder).with_suffix(".json").name} <= {p.name for p in written}
     modes = {p.name: oct(stat.S_IMODE(p.stat().st_mode)) for p in written}
     assert set(modes.values()) == {oct(0o666 & ~mask)}, modes
 

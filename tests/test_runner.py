@@ -12,7 +12,6 @@ import pytest
 from spl_bench.report.tables import paper_table, read_results, summarize, write_report
 from spl_bench.rowfiles import read_row_file
 from spl_bench.runner.cli import main
-from spl_bench.runner.results import RowStore
 
 QUICK = ["protocol.n_runs=3", "progress=false", "print_table=false"]
 
@@ -21,10 +20,15 @@ def cli(tmp_path, *overrides: str) -> int:
     return main(["run", f"results_root={tmp_path}", *QUICK, *overrides])
 
 
+def cell_files(root) -> list:
+    """The row files of the row store under ``root`` (``<exp>/<cell>__<hash>.csv``; not damaged/ or stale/)."""
+    return sorted(f for f in root.glob("*/*__*.csv"))
+
+
 def results_of(tmp_path) -> pd.DataFrame:
-    files = sorted(tmp_path.rglob("results.csv"))
+    files = cell_files(tmp_path)
     assert len(files) == 1, files
-    return pd.read_csv(files[0])
+    return read_row_file(files[0])
 
 
 def test_run_writes_tidy_rows(tmp_path):
@@ -48,15 +52,15 @@ def test_resume_after_kill_and_identical_numbers(tmp_path):
     args = ("method=acs", "data=diabetes", "method.lam_step=3.0")
     assert cli(a, *args) == 0
     first = results_of(a)
-    rows = sorted(a.rglob("run-*.csv"))
-    assert len(rows) == 3
-    # a kill after run 0: the later row files are gone, the summary is stale
-    mtime0 = rows[0].stat().st_mtime_ns
-    rows[1].unlink()
-    rows[2].unlink()
+    (path,) = cell_files(a)
+    # a kill after run 0: the file was last written whole with seed 0 only
+    from spl_bench.rowfiles import write_row_file
+
+    write_row_file(first[first.seed == 0], path)
     assert cli(a, *args) == 0
-    assert rows[0].stat().st_mtime_ns == mtime0  # run 0 was not recomputed
     resumed = results_of(a)
+    # seed 0 was not recomputed (its fit time is the one written first), seeds 1-2 were
+    assert resumed[resumed.seed == 0].time_s.tolist() == first[first.seed == 0].time_s.tolist()
     assert len(resumed) == len(first)  # no row lost or duplicated
     cols = ["seed", "metric", "value", "lam"]
     pd.testing.assert_frame_equal(resumed[cols], first[cols])
@@ -126,9 +130,9 @@ VALUE_COLS = ["experiment", "dataset", "noise", "method", "params", "seed", "met
 
 
 def sweep_rows(root) -> pd.DataFrame:
-    files = sorted(root.rglob("results.csv"))
-    assert len(files) == 2, files  # one folder per noise rate
-    frames = [pd.read_csv(f).assign(cell=f.parent.name) for f in files]
+    files = cell_files(root)
+    assert len(files) == 2, files  # one cell per noise rate
+    frames = [read_row_file(f).assign(cell=f.name.split("__")[0]) for f in files]
     return pd.concat(frames).sort_values(["cell", "seed", "metric"]).reset_index(drop=True)
 
 
@@ -161,10 +165,9 @@ def test_report_tables_match_numpy(tmp_path):
                          "config_hash": method, "seed": seed, "metric": "gen_error",
                          "value": rng.normal(), "time_s": 1.0, "n_restarts": None})  # fmt: skip
     frame = pd.DataFrame(rows)
-    store = RowStore(tmp_path / "x", "h")
-    store.rows_dir.mkdir(parents=True)
-    frame.to_csv(tmp_path / "x" / "results.csv", index=False)
-    read = read_results([tmp_path])
+    (tmp_path / "x").mkdir()
+    frame.to_csv(tmp_path / "x" / "results.csv", index=False)  # a plain results CSV (no trailer)
+    read = read_results([tmp_path / "x" / "results.csv"])
     summ = summarize(read)
     acs = frame[frame.method == "acs"].value
     row = summ[summ.method_label == "acs"].iloc[0]
@@ -173,7 +176,7 @@ def test_report_tables_match_numpy(tmp_path):
     assert table.loc[0, "acs"] == f"{acs.mean():.3f} ± {acs.std(ddof=1):.3f}"
     written = write_report(read, tmp_path / "out")
     assert all(p.is_file() for p in written)
-    assert main(["report", str(tmp_path / "x"), "--out", str(tmp_path / "fig")]) == 0
+    assert main(["report", str(tmp_path / "x" / "results.csv"), "--out", str(tmp_path / "fig")]) == 0
     assert (tmp_path / "fig" / "table_gen_error.png").is_file()
 
 
@@ -220,47 +223,48 @@ def _run_with_configs(config_path, tmp_path, monkeypatch, *overrides: str) -> in
     return 0
 
 
-def test_changed_config_default_is_refused_then_replaced(tmp_path, monkeypatch, capsys):
-    """A default edited in a config file, the same command rerun: refused, never pooled.
+def test_changed_config_default_is_kept_apart_then_replaced(tmp_path, monkeypatch, capsys):
+    """A default edited in a config file, the same command rerun: a second file, never pooled.
 
-    ``replace_stale=true`` then moves the old rows aside and runs the new configuration.
+    The index names the new hash, the note says what differs; ``replace_stale=true`` moves the
+    other hash's rows to ``stale/``.
     """
     import shutil
 
     from spl_bench.paths import config_dir
+    from spl_bench.rowfiles import read_row_index
 
     args = ("method=original",)
     assert cli(tmp_path, *args) == 0
-    folder = tmp_path / "default" / "method=original"
-    (old_hash,) = [d.name for d in (folder / "rows").iterdir()]
-    first = pd.read_csv(folder / "results.csv")
+    exp = tmp_path / "default"
+    (old_file,) = cell_files(tmp_path)
+    old_hash = old_file.stem.split("__")[1]
+    first = read_row_file(old_file)
     edited = tmp_path / "configs"
     shutil.copytree(config_dir(), edited)
     lasso = edited / "model" / "lasso.yaml"
     lasso.write_text(lasso.read_text().replace("alpha: 0.005", "alpha: 0.05"))
     capsys.readouterr()
 
-    assert _run_with_configs(edited, tmp_path, monkeypatch, *args) == 2
-    err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
-    flat = " ".join(err.split())
-    assert "already holds rows of another configuration" in flat
-    assert f"config hash {old_hash} (3 run files, newest " in flat
-    assert "differs in model.params.alpha: 0.005 there, 0.05 now" in flat
-    assert "replace_stale=true" in flat
-    assert [d.name for d in (folder / "rows").iterdir()] == [old_hash]  # nothing added
-    pd.testing.assert_frame_equal(pd.read_csv(folder / "results.csv"), first)
+    assert _run_with_configs(edited, tmp_path, monkeypatch, *args) == 0
+    flat = " ".join(capsys.readouterr().err.split())
+    assert f"also has rows of config hash {old_hash} (3 seeds; differs in model.params.alpha: 0.005 there, " \
+           "0.05 now)" in flat
+    assert "not pooled" in flat and "replace_stale=true" in flat
+    files = cell_files(tmp_path)
+    assert len(files) == 2 and old_file in files
+    pd.testing.assert_frame_equal(read_row_file(old_file), first)  # untouched
+    new_hash = next(f for f in files if f != old_file).stem.split("__")[1]
+    index = read_row_index(exp / "index.csv")
+    assert index.config_hash.tolist() == [new_hash]
+    # the report reads the index's hash only: one configuration, 3 runs, the new alpha
+    now = read_results([tmp_path / "default"])
+    assert set(now.config_hash) == {new_hash} and sorted(now.seed.unique()) == [0, 1, 2]
+    assert list(paper_table(summarize(now))["runs"]) == [3]
 
     assert _run_with_configs(edited, tmp_path, monkeypatch, *args, "replace_stale=true") == 0
-    (new_hash,) = [d.name for d in (folder / "rows").iterdir()]
-    assert new_hash != old_hash
-    assert sorted(p.name for p in (folder / "rows_stale" / old_hash).glob("run-*.csv")) == [
-        "run-000.csv", "run-001.csv", "run-002.csv"]  # fmt: skip
-    now = pd.read_csv(folder / "results.csv")
-    assert set(now.config_hash) == {new_hash} and sorted(now.seed.unique()) == [0, 1, 2]
-    # the report sees one configuration: no "runs 6"
-    table = paper_table(summarize(read_results([tmp_path / "default"])))
-    assert list(table["runs"]) == [3]
+    assert [f.name for f in cell_files(tmp_path)] == [f"method=original__{new_hash}.csv"]
+    assert (exp / "stale" / old_file.name).is_file() and (exp / "stale" / f"{old_file.stem}.json").is_file()
 
 
 def test_replace_stale_must_be_a_boolean(tmp_path, capsys):
@@ -270,48 +274,56 @@ def test_replace_stale_must_be_a_boolean(tmp_path, capsys):
     assert "replace_stale must be true or false" in capsys.readouterr().err
 
 
-def test_results_csv_follows_the_row_files(tmp_path):
-    """Deleted, or one seed behind after a kill: results.csv is rebuilt from rows/ when read."""
+def test_a_damaged_row_file_is_set_aside_and_its_seeds_rerun(tmp_path, capsys):
+    """A cut row file never counts: the next run moves it to damaged/ and runs its seeds again."""
     assert cli(tmp_path, "method=original") == 0
-    folder = tmp_path / "default" / "method=original"
-    rows = sorted(folder.glob("rows/*/run-*.csv"))
-    from_rows = pd.concat([read_row_file(f) for f in rows], ignore_index=True)
-    # a kill between a row file and the summary: results.csv lacks the last seed
-    pd.read_csv(folder / "results.csv").query("seed < 2").to_csv(folder / "results.csv", index=False)
-    got = read_results([tmp_path])
-    pd.testing.assert_frame_equal(got, from_rows)
-    pd.testing.assert_frame_equal(pd.read_csv(folder / "results.csv"), from_rows)
-    # deleted: the folder still reads (folder or results.csv path), and the file comes back
-    (folder / "results.csv").unlink()
-    pd.testing.assert_frame_equal(read_results([folder]), from_rows)
-    pd.testing.assert_frame_equal(pd.read_csv(folder / "results.csv"), from_rows)
-    pd.testing.assert_frame_equal(read_results([folder / "results.csv"]), from_rows)
-    assert main(["report", str(tmp_path)]) == 0
+    (path,) = cell_files(tmp_path)
+    whole = read_row_file(path)
+    path.write_bytes(path.read_bytes()[:-40])  # cut short
+    capsys.readouterr()
+    assert cli(tmp_path, "method=original") == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "damaged:" in err and "its runs are run again" in err
+    moved = tmp_path / "default" / "damaged" / path.name
+    assert moved.is_file() and "cut short" in moved.with_name(f"{path.name}.reason.txt").read_text()
+    cols = ["seed", "metric", "value", "lam"]
+    pd.testing.assert_frame_equal(read_row_file(path)[cols], whole[cols])
 
 
-def test_no_override_run_has_its_own_folder(tmp_path):
-    """runs/<exp>/_default/ holds the no-override run; runs/<exp>/ only holds run folders."""
+def test_one_configuration_reached_by_two_commands_has_one_file(tmp_path, capsys):
+    """``data=diabetes`` is the default: its rows continue in the file of the no-override run."""
+    assert main(["run", f"results_root={tmp_path}", "protocol.n_runs=1", "progress=false", "print_table=false",
+                 "method=acs", "method.lam_step=2.0"]) == 0  # fmt: skip
+    capsys.readouterr()
+    assert cli(tmp_path, "method=acs", "method.lam_step=2.0", "data=diabetes") == 0
+    assert "same configuration" in capsys.readouterr().err
+    (path,) = cell_files(tmp_path)
+    assert path.name.startswith("method=acs,method.lam_step=2.0__")
+    assert sorted(read_row_file(path).seed.unique()) == [0, 1, 2]
+
+
+def test_no_override_run_is_the_default_cell(tmp_path):
+    """``<exp>/_default__<hash>.csv`` holds the no-override run; Hydra's folders go under logs/."""
     assert main(["run", f"results_root={tmp_path}", "protocol.n_runs=1", "progress=false", "print_table=false"]) == 0
     assert cli(tmp_path, "method=original") == 0
     exp = tmp_path / "default"
-    assert sorted(p.name for p in exp.iterdir()) == ["_default", "method=original"]
-    assert not (exp / "results.csv").exists() and not (exp / "rows").exists()
-    own = read_results([exp / "_default"])
+    assert [f.name.split("__")[0] for f in cell_files(tmp_path)] == ["_default", "method=original"]
+    assert sorted(p.name for p in (exp / "logs").iterdir()) == ["_default", "method=original"]
+    own = read_row_file(next(f for f in cell_files(tmp_path) if f.name.startswith("_default")))
     assert set(own.method) == {"acs"} and sorted(own.seed.unique()) == [0]
     assert set(read_results([exp]).method) == {"acs", "original"}
+    assert main(["report", str(tmp_path)]) == 0
 
 
 def test_path_and_run_prepare_the_same_data(tmp_path, capsys):
     """`spl-bench path` fits the path `spl-bench run method=gaga` fits in run 0 (one protocol preparation)."""
     import json
 
-    import pandas as pd
-
     from spl_bench.runner.cli import main
 
     assert main(["run", f"results_root={tmp_path / 'r'}", "method=gaga", "data=diabetes", "protocol.n_runs=1",
                  "method.lam_max=3", "progress=false", "print_table=false"]) == 0  # fmt: skip
-    rows = pd.concat(pd.read_csv(p) for p in (tmp_path / "r").rglob("results.csv")).set_index("metric")
+    rows = results_of(tmp_path / "r").set_index("metric")
     capsys.readouterr()
     assert main(["path", "data=diabetes", "lam_max=3", f"out={tmp_path / 'p'}", "progress=false"]) == 0
     summary = json.loads((tmp_path / "p" / "diabetes_lasso_linear_summary.json").read_text())

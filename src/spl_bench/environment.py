@@ -144,3 +144,21 @@ def describe(text: Any) -> str:
         return NOT_RECORDED
     return (f"{library_key(text)}; BLAS {env.get('blas', '?')}, {env.get('blas_threads', '?')} threads; "
             f"CPU {env.get('cpu', '?')}")
+
+
+@cache
+def code_version() -> str:
+    """Package version plus the git commit of the checkout, if any (the ``code_version`` column of a row)."""
+    import subprocess
+
+    from spl_bench import __version__
+    from spl_bench.paths import repo_root
+
+    try:
+        sha = subprocess.run(
+            ["git", "-C", str(repo_root()), "rev-parse", "--short", "HEAD"],
+            capture_output=True, text=True, timeout=5, check=True,
+        ).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        sha = "nogit"
+    return f"{__version__}+{sha}"

@@ -1,17 +1,9 @@
 """Row files: written whole with a check trailer, read only after checking it.
 
-Two layouts hold row files (one CSV of tidy rows each, see ``spl_bench.runner.results.COLUMNS``):
-
-* a run directory of ``spl-bench run`` (written by :mod:`spl_bench.runner.results`)::
-
-      rows/<config-hash>/run-000.csv     one file per (config, run), written by rename
-      rows_damaged/<config-hash>/        row files that failed their check, set aside with the reason
-      results.csv                        every row of the directory, rebuilt from rows/ (never the truth)
-
-* the committed reproduction rows (written by :mod:`spl_bench.runner.reproduce`)::
-
-      results/rows/<experiment>/<cell>__<config-hash>.csv   every seed of one cell
-      results/rows/<experiment>/index.csv                   cell -> current hash and file
+A row file is one CSV of tidy rows (:data:`spl_bench.rowstore.COLUMNS`): every seed of one cell
+under one configuration hash, ``<folder>/<cell>__<config-hash>.csv`` in the row store
+(:mod:`spl_bench.rowstore`), which ``spl-bench run`` and the tables' sweep both write; the
+folder's ``index.csv`` maps each cell to its current hash and file.
 
 **The check.**  A row file ends with one trailer line after its CSV text::
 
@@ -24,14 +16,12 @@ has no trailer.  None of them counts: :func:`read_row_file` raises :class:`Damag
 trailer lives in the file itself, so the file and its check are written by one atomic rename and
 travel together when copied; a sidecar file could be copied, synced or renamed without it.
 Read a row file only through :func:`read_row_file`: a plain ``pandas.read_csv`` would take the
-trailer for one more row.  ``results.csv`` and ``index.csv`` are derived from the row files and
-rebuilt from them, so they stay plain CSV without a trailer.
+trailer for one more row.  ``index.csv`` is derived and rebuilt, so it stays plain CSV without a trailer.
 
 ``scripts/seal_row_files.py`` adds the trailer to row files written before this check existed;
 ``spl-bench verify`` checks every row file under a folder (:func:`verify_tree`).
 
-This module sits below both the runner (which writes rows) and the report (which reads them),
-so the report does not import the runner; ``spl_bench.runner.results`` re-exports these names.
+This module sits below the row store, the runner (which writes rows) and the report (which reads them).
 """
 
 from __future__ import annotations
@@ -44,26 +34,21 @@ import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from spl_bench.atomic import atomic_write_bytes, atomic_write_text
+from spl_bench.atomic import atomic_write_bytes
 from spl_bench.errors import DamagedRows, SplBenchError
 
 #: first characters of the trailer line; the full line is ``TRAILER_PREFIX rows=<n> sha256=<hex>``
 TRAILER_PREFIX = "#spl-bench"
 _TRAILER = re.compile(rb"#spl-bench rows=(\d+) sha256=([0-9a-f]{64})\n\Z")
-#: folder (inside a run directory) damaged row files are moved to, with a ``.reason.txt`` beside each
-DAMAGED_DIR = "rows_damaged"
 #: columns a row file must have: what the report groups by and averages
 REQUIRED_COLUMNS = ("experiment", "dataset", "noise", "method", "model", "sp", "selection", "seed", "metric", "value",
                     "config_hash")  # fmt: skip
-#: a run directory's row file: ``rows/<hash>/run-NNN.csv``
-RUN_FILE = re.compile(r"run-(\d+)\.csv\Z")
-#: a committed row file: ``<cell>__<hash>.csv``
+#: a row file: ``<cell>__<hash>.csv``
 COMMITTED_FILE = re.compile(r".+__([0-9A-Za-z]+)\.csv\Z")
 #: the index of a committed experiment folder and its columns
 INDEX_NAME = "index.csv"
@@ -146,15 +131,9 @@ def is_sealed(data: bytes) -> bool:
 
 
 def what_to_do(path: Path) -> str:
-    """What a user does about a damaged row file, by its layout."""
-    path = Path(path)
-    if RUN_FILE.match(path.name) and path.parent.parent.name == "rows":
-        run_dir = path.parent.parent.parent
-        return (f"rerun the spl-bench run command that made {run_dir} (its overrides are in "
-                f"{run_dir / '.hydra' / 'overrides.yaml'}): it moves the file to {DAMAGED_DIR}/ and runs "
-                "that seed again")  # fmt: skip
-    return ("restore it (git checkout -- FILE, if committed), or move it away to run its seeds again "
-            "(scripts/reproduce_tables.py)")
+    """What a user does about a damaged row file."""
+    return ("restore it (git checkout -- FILE, if committed), or rerun the command that wrote it: spl-bench run "
+            "moves it to damaged/ and runs its seeds again (scripts/reproduce_tables.py stops at it)")
 
 
 def read_row_file(path: str | os.PathLike[str]) -> pd.DataFrame:
@@ -212,85 +191,6 @@ def read_row_index(path: str | os.PathLike[str]) -> pd.DataFrame:
     return frame
 
 
-# ----------------------------------------------------------------------------- run directories
-
-
-def row_files(run_dir: Path) -> list[Path]:
-    """Every per-run row file of a run directory (all hashes), sorted."""
-    return sorted((Path(run_dir) / "rows").glob("*/run-*.csv"))
-
-
-def rows_frame(run_dir: Path) -> pd.DataFrame:
-    """Every row of the row files of ``run_dir`` (empty frame when there are none).
-
-    Raises :class:`DamagedRows` on the first row file that is not whole: none is ever counted.
-    """
-    files = row_files(run_dir)
-    return pd.concat([read_row_file(f) for f in files], ignore_index=True) if files else pd.DataFrame()
-
-
-def set_aside_damaged(run_dir: Path) -> list[tuple[Path, Path, str]]:
-    """Move every row file of ``run_dir`` that is not whole to ``rows_damaged/<hash>/``.
-
-    Beside each moved file, ``<name>.reason.txt`` says what was wrong and when it was found.
-    A name already taken there gets a time suffix.  Returns ``(old path, new path, reason)`` per file moved;
-    a file another process moved or replaced meanwhile is passed over.
-    """
-    moved: list[tuple[Path, Path, str]] = []
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-    for path in row_files(run_dir):
-        reason = check_row_file(path)
-        if reason is None:
-            continue
-        target = Path(run_dir) / DAMAGED_DIR / path.parent.name / path.name
-        if target.exists():
-            target = target.with_name(f"{path.stem}-{stamp}{path.suffix}")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.replace(path, target)
-        except FileNotFoundError:  # another process set it aside first
-            continue
-        atomic_write_text(target.with_name(f"{target.name}.reason.txt"),
-                          f"{path}\n{reason}\nset aside {stamp} UTC\n")  # fmt: skip
-        moved.append((path, target, reason))
-    return moved
-
-
-def write_summary(run_dir: Path, frame: pd.DataFrame | None = None) -> Path:
-    """Make ``results.csv`` of ``run_dir`` equal to its row files; rewritten only when it differs.
-
-    With no row file, ``results.csv`` is removed.  Returns the path of ``results.csv``.
-    ``results.csv`` is a plain CSV (no trailer): a copy for other tools, never read as the truth.
-    """
-    out = Path(run_dir) / "results.csv"
-    frame = rows_frame(run_dir) if frame is None else frame
-    if frame.empty:
-        out.unlink(missing_ok=True)
-        return out
-    text = frame.to_csv(index=False)
-    try:
-        same = out.read_text() == text
-    except (OSError, UnicodeDecodeError):
-        same = False
-    if not same:
-        atomic_write_text(out, text)
-    return out
-
-
-def read_run_folder(run_dir: Path) -> pd.DataFrame:
-    """The rows of a run directory, from its row files; ``results.csv`` is refreshed to match.
-
-    The refresh is best effort (a read-only copy of a results folder still reads).  A row file
-    that is not whole raises :class:`DamagedRows` (its message says to rerun the folder's command).
-    """
-    frame = rows_frame(run_dir)
-    try:
-        write_summary(run_dir, frame)
-    except OSError:
-        pass
-    return frame
-
-
 # ----------------------------------------------------------------------------- spl-bench verify
 
 
@@ -319,13 +219,11 @@ class Verification:
         return (f"verified {what} under {self.root}: {len(self.problems)} problem(s) in {len(self.bad_files)} "
                 "file(s); "
                 "restore committed files from git (git checkout -- FILE), or rerun the command that wrote "
-                "them (spl-bench run sets a damaged run file aside and runs its seed again)")
+                "them (spl-bench run sets a damaged row file aside and runs its seeds again)")
 
 
 def _layout(path: Path) -> str | None:
-    """``"run"``, ``"committed"``, ``"index"`` or ``None`` (not a row file) for a CSV file."""
-    if RUN_FILE.match(path.name) and path.parent.parent.name == "rows":
-        return "run"
+    """``"committed"`` (a row file), ``"index"`` or ``None`` (neither) for a CSV file."""
     if path.name == INDEX_NAME:
         return "index"
     if COMMITTED_FILE.match(path.name):
@@ -334,7 +232,7 @@ def _layout(path: Path) -> str | None:
 
 
 def _candidates(root: Path) -> Iterator[tuple[Path, str]]:
-    skip = {DAMAGED_DIR, "rows_stale", ".hydra", ".git"}
+    skip = {"damaged", "stale", "logs", ".hydra", ".git"}
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d not in skip)
         for name in sorted(filenames):
@@ -353,8 +251,7 @@ def row_problems(path: Path, frame: pd.DataFrame) -> list[str]:
     """What is wrong with the rows of the row file ``path`` (read by :func:`rows_for_checks`): empty when nothing.
 
     The columns a row file must have, a seed (a whole number), metric and config hash in every row,
-    values that are numbers, the config hash its name or folder gives, seed ``k`` alone in
-    ``run-k.csv``, and no (seed, metric) twice.
+    values that are numbers, the config hash its name gives, and no (seed, metric) twice.
     """
     path = Path(path)
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
@@ -372,14 +269,8 @@ def row_problems(path: Path, frame: pd.DataFrame) -> list[str]:
     problems = []
     if pd.to_numeric(frame["value"], errors="coerce").isna().any():
         problems.append("a value that is missing or not a number")
-    run = RUN_FILE.match(path.name)
-    if run is not None and path.parent.parent.name == "rows":
-        h, n = path.parent.name, int(run.group(1))
-        if set(seeds) != {n}:
-            problems.append(f"rows of seed {', '.join(map(str, sorted(set(seeds))))} in the file of run {n}")
-    else:
-        named = COMMITTED_FILE.match(path.name)
-        h = named.group(1) if named else None
+    named = COMMITTED_FILE.match(path.name)
+    h = named.group(1) if named else None
     hashes = sorted(set(frame["config_hash"].astype(str)))
     if h is not None and hashes != [h]:
         problems.append(f"rows of config hash {', '.join(hashes)} in the file of hash {h}")
@@ -389,18 +280,19 @@ def row_problems(path: Path, frame: pd.DataFrame) -> list[str]:
     return problems
 
 
-def _check_config(rows_dir: Path, found: Verification) -> None:
-    """A run directory's ``rows/<hash>/config.json`` hashes to its folder's name."""
-    cfg = rows_dir / "config.json"
-    if not cfg.is_file():
+def _check_config(row_file: Path, found: Verification) -> None:
+    """A row file's ``<cell>__<hash>.json`` (the hashed config) hashes to the hash its name gives."""
+    cfg = row_file.with_suffix(".json")
+    named = COMMITTED_FILE.match(row_file.name)
+    if not cfg.is_file() or named is None:
         return
     try:
         got = config_hash(json.loads(cfg.read_text()))
     except (OSError, ValueError) as exc:
         found.add(cfg, f"not readable as JSON ({exc})")
         return
-    if got != rows_dir.name:
-        found.add(cfg, f"hashes to {got}, not to its folder's name {rows_dir.name}: the rows' config is not this one")
+    if got != named.group(1):
+        found.add(cfg, f"hashes to {got}, not to its row file's hash {named.group(1)}: not the rows' config")
 
 
 def _check_index(path: Path, found: Verification) -> None:
@@ -425,7 +317,7 @@ def verify_tree(paths: Iterable[str | os.PathLike[str]]) -> list[Verification]:
 
     Per row file: readable, whole (trailer, checksum, row count, complete rows), the required
     columns, seeds and values that are numbers, the config hash of its rows equal to the one its
-    name or folder gives (and ``config.json`` hashing to it), no seed twice.  Per ``index.csv``:
+    name gives (and its ``.json`` config hashing to it), no seed twice.  Per ``index.csv``:
     readable, its columns, each cell once and each file of the cell's hash.  The first problem that
     makes a file unreadable ends that file's checks, so a damaged file gives one line.
     """
@@ -433,17 +325,15 @@ def verify_tree(paths: Iterable[str | os.PathLike[str]]) -> list[Verification]:
     for given in paths:
         root = Path(given)
         if not root.exists():
-            raise SplBenchError(f"{root} does not exist; give a run folder (runs/...) or results/rows")
+            raise SplBenchError(f"{root} does not exist; give a results folder (runs/...) or results/rows")
         found = Verification(root)
         items = [(root, _layout(root) or "committed")] if root.is_file() else list(_candidates(root))
-        configs: set[Path] = set()
         for path, kind in items:
             if kind == "index":
                 _check_index(path, found)
                 continue
             found.files += 1
-            if kind == "run":
-                configs.add(path.parent)
+            _check_config(path, found)
             try:
                 frame = rows_for_checks(split_checked(path.read_bytes()))
             except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
@@ -454,9 +344,7 @@ def verify_tree(paths: Iterable[str | os.PathLike[str]]) -> list[Verification]:
                 continue
             for problem in row_problems(path, frame):
                 found.add(path, problem)
-        for rows_dir in sorted(configs):
-            _check_config(rows_dir, found)
         if not items:
-            raise SplBenchError(f"no row file under {root}: give a run folder (runs/...) or results/rows")
+            raise SplBenchError(f"no row file under {root}: give a results folder (runs/...) or results/rows")
         out.append(found)
     return out

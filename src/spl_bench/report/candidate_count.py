@@ -22,6 +22,7 @@ import pandas as pd
 from spl_bench.report import blocks
 from spl_bench.report.direction import higher_is_better
 from spl_bench.report.markdown import to_markdown
+from spl_bench.report.pairs import tests_of
 
 EQUAL = "validation@equal_candidates"
 NAMES = {"gaga": "GAGA", "mospl": "MOSPL", "acs": "ACS", "original": "Original"}
@@ -29,15 +30,7 @@ NAMES = {"gaga": "GAGA", "mospl": "MOSPL", "acs": "ACS", "original": "Original"}
 
 def _pair_tests(comps: Sequence[Any], selection: str, a: str, b: str) -> pd.DataFrame:
     """The pooled lines' tests of ``a`` against ``b`` under ``selection``, keyed by (table, row, noise, param)."""
-    parts = []
-    for comp in comps:
-        if len(comp.lines) and blocks.is_sweep(comp.lines):
-            continue
-        t = comp.significance
-        t = t[(t["selection"] == selection) & (t["n_pairs"] > 0) & t["pooled"].astype(bool)
-              & (((t["method_a"] == a) & (t["method_b"] == b)) | ((t["method_a"] == b) & (t["method_b"] == a)))]
-        parts.append(t.assign(table=comp.table))
-    out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    out = tests_of(comps, selection, "pooled", (a, b))
     if out.empty:
         return out
     out["param"] = out["param"].fillna("").astype(str)

@@ -32,6 +32,7 @@ from spl_bench.report.direction import higher_is_better
 from spl_bench.report.floor import DEGENERATE
 from spl_bench.report.lines import clear_winner, table_lines
 from spl_bench.report.markdown import to_markdown
+from spl_bench.report.pairs import pair_counts
 from spl_bench.report.significance import ALPHA, MIN_PAIRS
 
 #: (label, selection rule) of the protocols the page compares: validation selection first
@@ -64,42 +65,6 @@ def _degenerate_note(cov: pd.DataFrame) -> str:
     return (f"\n**{len(bad)} cells are no better than the constant predictor on the same splits** (status "
             f"`{DEGENERATE}` in coverage.csv, under validation selection): {names}. Their lines still count in "
             "the claims above; a method beating a degenerate fit there has beaten a constant.\n")
-
-
-def _pair_rows(comps: Sequence[Any], selection: str, a: str, b: str, sweeps: bool = False) -> pd.DataFrame:
-    """The rows of the tables' ``significance.csv`` testing ``a`` against ``b`` under ``selection``:
-    the pooled lines (``pooled``), or with ``sweeps`` the lines of the sweep tables, with their table."""
-    parts = []
-    for comp in comps:
-        t = comp.significance
-        if sweeps != (len(comp.lines) > 0 and blocks.is_sweep(comp.lines)):
-            continue
-        hit = t[(t["selection"] == selection) & (t["n_pairs"] > 0)
-                & (((t["method_a"] == a) & (t["method_b"] == b)) | ((t["method_a"] == b) & (t["method_b"] == a)))]
-        if not sweeps:
-            hit = hit[hit["pooled"].astype(bool)]
-        parts.append(hit.assign(table=comp.table))
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-
-
-def _a_mean_better(rows: pd.DataFrame, a: str) -> int:
-    """Lines where ``a``'s mean over the paired seeds is the better one, each in its own direction."""
-    if rows.empty:
-        return 0
-    sign = rows["higher_is_better"].map(lambda h: 1.0 if bool(h) else -1.0)
-    diff = rows["mean_diff"] * sign * (rows["method_a"] == a).map({True: 1.0, False: -1.0})
-    return int((diff > 0).sum())
-
-
-def pair_counts(comps: Sequence[Any], selection: str, a: str, b: str, sweeps: bool = False) -> dict[str, int]:
-    """Lines with both ``a`` and ``b``: a's mean better, lines tested, a / b significantly better."""
-    rows = _pair_rows(comps, selection, a, b, sweeps)
-    if rows.empty:
-        return {"lines": 0, "a_better": 0, "tested": 0, "a_sig": 0, "b_sig": 0}
-    sig = rows[rows["significant"].astype(bool)]
-    return {"lines": len(rows), "a_better": _a_mean_better(rows, a),
-            "tested": int(rows["p_value"].notna().sum()),
-            "a_sig": int((sig["better"] == a).sum()), "b_sig": int((sig["better"] == b).sum())}  # fmt: skip
 
 
 def _claim_table(comps: Sequence[Any], pairs: Sequence[tuple[str, str]], sweeps: bool = False) -> str:

@@ -25,7 +25,7 @@ from spl_bench.report import floor
 from spl_bench.report.direction import higher_is_better
 from spl_bench.report.lines import VARIED
 from spl_bench.report.lines import line_param as _line_param
-from spl_bench.rowfiles import read_row_file, read_row_index
+from spl_bench.rowstore import read_folder
 from spl_bench.table_registry import CLEAN_VARIANT, TABLES
 
 #: the selection rules of the comparison (each a section of the tables)
@@ -33,19 +33,8 @@ SELECTIONS = ("validation", "test")
 
 
 def load_ours(experiment: str, root: Path | None = None) -> pd.DataFrame:
-    """Every committed row of ``experiment`` under the current hash of each cell."""
-    base = (root or rows_root()) / experiment
-    index = base / "index.csv"
-    if not index.is_file():
-        return pd.DataFrame()
-    frames = []
-    for entry in read_row_index(index).itertuples():
-        path = base / str(entry.file)
-        if path.is_file():  # an empty or damaged file raises DamagedRows (one line), never counts
-            frame = read_row_file(path)
-            frame["cell"] = entry.cell
-            frames.append(frame)
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    """Every committed row of ``experiment``, each cell under its current hash (:func:`read_folder`)."""
+    return read_folder((root or rows_root()) / experiment)
 
 
 def load_failures(root: Path | None = None) -> dict[tuple, tuple[str, str]]:

@@ -21,6 +21,7 @@ import pandas as pd
 
 from spl_bench.report import blocks
 from spl_bench.report.markdown import to_markdown
+from spl_bench.report.pairs import tests_of
 
 METHODS = ("original", "acs", "mospl", "gaga")
 NAMES = {"gaga": "GAGA", "mospl": "MOSPL", "acs": "ACS", "original": "Original"}
@@ -29,16 +30,7 @@ NAMES = {"gaga": "GAGA", "mospl": "MOSPL", "acs": "ACS", "original": "Original"}
 def _pooled_tests(comps: Sequence[Any], selection: str, every_line: bool = False) -> pd.DataFrame:
     """The rows of the tables' ``significance.csv`` of one selection rule: pooled lines of the
     tables that are not sweeps, or ``every_line``."""
-    parts = []
-    for comp in comps:
-        t = comp.significance
-        t = t[(t["selection"] == selection) & (t["n_pairs"] > 0)]
-        if not every_line:
-            if len(comp.lines) and blocks.is_sweep(comp.lines):
-                continue
-            t = t[t["pooled"].astype(bool)]
-        parts.append(t.assign(table=comp.table))
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    return tests_of(comps, selection, "all" if every_line else "pooled")
 
 
 def candidates(comps: Sequence[Any], selection: str = "test") -> dict[str, tuple[float, float]]:
@@ -131,7 +123,7 @@ def _friedman(comps: Sequence[Any], table: int, selection: str, every_line: bool
 
 def corrections(comps: Sequence[Any], before: dict) -> str:
     """The closing note: what the page and Tables 2-3 printed before issue 58, and the corrected values."""
-    from spl_bench.report.findings import pair_counts
+    from spl_bench.report.pairs import pair_counts
 
     rows = []
     for (a, b), (pa, pb) in before["pairs"].items():

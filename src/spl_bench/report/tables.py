@@ -14,7 +14,8 @@ from rich.table import Table
 from spl_bench.errors import DataError
 from spl_bench.report import environments
 from spl_bench.report.markdown import to_markdown
-from spl_bench.rowfiles import read_run_folder, row_files
+from spl_bench.rowfiles import is_sealed, read_row_file
+from spl_bench.rowstore import read_tree
 
 ROW_KEYS = ["experiment", "dataset", "noise", "model", "selection", "metric"]
 #: per-run counts of critical points by kind, written by path methods (GAGA)
@@ -25,56 +26,40 @@ CRITICAL_COLUMNS = ["n_critical_turning", "n_critical_jump"]
 CELL_KEYS = ["experiment", "dataset", "noise", "method", "model", "sp", "selection"]
 
 
-def _sources(paths: Iterable[str | Path]) -> list[tuple[Path, bool]]:
-    """(path, is_run_folder) of every results source: run folders with row files, other results.csv."""
-    out: dict[Path, bool] = {}
-    for p in map(Path, paths):
-        if p.is_dir():
-            folders = {f.parent.parent.parent for f in p.rglob("run-*.csv") if f.parent.parent.name == "rows"}
-            for f in sorted(p.rglob("results.csv")):
-                if f.parent not in folders:
-                    out[f] = False
-            out.update({d: True for d in sorted(folders)})
-        elif p.is_file():
-            run_dir = p.parent
-            has_rows = p.name == "results.csv" and bool(row_files(run_dir))
-            out[run_dir if has_rows else p] = has_rows
-        else:
-            raise DataError(f"no results file or folder at {p}")
-    return list(out.items())
-
-
 def read_results(paths: Iterable[str | Path], config_hash: str | Iterable[str] | None = None) -> pd.DataFrame:
-    """Read results; a directory contributes every run folder and ``results.csv`` below it.
-
-    A run folder (one with ``rows/<hash>/run-*.csv``) is read from its row files, and its
-    ``results.csv`` is rebuilt from them on the way, so it cannot lag behind (after a kill, or
-    when deleted); a ``results.csv`` without row files is read as it is.
+    """Read results: a folder contributes every experiment folder of the row store at or below it
+    (:func:`~spl_bench.rowstore.read_tree`: each cell under the hash its ``index.csv`` names); a file is
+    a row file (checked by its trailer) or a plain results CSV.
 
     A cell (same :data:`CELL_KEYS`) must hold one configuration: rows of two config hashes in
-    one cell are refused with a :class:`DataError` listing them, never averaged.
-    ``config_hash`` (one hash or several, unique prefixes accepted; ``--hash`` of
+    one cell (two folders given, say) are refused with a :class:`DataError` listing them, never
+    averaged.  ``config_hash`` (one hash or several, unique prefixes accepted; ``--hash`` of
     ``spl-bench report``) keeps, in every cell holding rows of a given hash, only those rows;
     cells without any given hash are kept as they are.
     """
-    sources = _sources(paths)
-    if not sources:
-        raise DataError("no results.csv found in the given paths")
     frames = []
-    for src, is_run in sources:
-        if not is_run and src.stat().st_size == 0:
-            continue  # an interrupted first run
-        frame = read_run_folder(src) if is_run else pd.read_csv(src)
-        frames.append(frame.assign(_source=str(src)))
+    for src in map(Path, paths):
+        if src.is_dir():
+            frame = read_tree(src)
+            if len(frame):  # where each row came from, for the refusal of a cell of two hashes
+                frame["_source"] = str(src) + "/" + frame["experiment"].astype(str) + "/" + frame["cell"].astype(str)
+        elif src.is_file():
+            if src.stat().st_size == 0:
+                continue
+            frame = read_row_file(src) if is_sealed(src.read_bytes()) else pd.read_csv(src)
+        else:
+            raise DataError(f"no results file or folder at {src}")
+        if len(frame):
+            frames.append(frame if "_source" in frame else frame.assign(_source=str(src)))
     if not frames:
-        raise DataError("no results.csv found in the given paths")
+        raise DataError("no rows found in the given paths (a folder of spl-bench run, results/rows, or a CSV file)")
     frame = pd.concat(frames, ignore_index=True)
     key = [*CELL_KEYS, "config_hash", "seed", "metric"]
     frame = frame.drop_duplicates(subset=[k for k in key if k in frame.columns], keep="last")
     if config_hash is not None:
         frame = select_config(frame, [config_hash] if isinstance(config_hash, str) else list(config_hash))
     check_one_config(frame)
-    return frame.drop(columns="_source").reset_index(drop=True)
+    return frame.drop(columns=[c for c in ("_source", "cell") if c in frame]).reset_index(drop=True)
 
 
 def _hash_column(frame: pd.DataFrame) -> pd.Series:

@@ -6,51 +6,29 @@ What a run's config means (protocol, noise, estimator, identity, rows) is
 
 from __future__ import annotations
 
-import hashlib
-import math
 import os
-import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import hydra
+import pandas as pd
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
-from spl_bench.data import load_dataset
 from spl_bench.errors import ConfigError, SplBenchError, environment_error, print_error, unknown_key
 from spl_bench.methods.base import SPLEstimator
 from spl_bench.paths import config_dir
-from spl_bench.progress import display_hook, with_progress
-from spl_bench.protocol import run_once
-from spl_bench.runner.results import RowStore, config_hash, hashes_in
-from spl_bench.runner.run_config import (
-    check_task,
-    estimator_factory,
-    identity,
-    noise_config,
-    outcome_rows,
-    plain,
-    protocol_config,
-)
+from spl_bench.progress import display_hook
+from spl_bench.rowstore import STALE_DIR, CellStore, write_index
+from spl_bench.runner.cell_run import prepare_cell, run_cell
+from spl_bench.runner.cells import cell_name, cell_overrides, short_path_values, table_of, table_overrides
 
 #: folder name of a run without overrides (``runs/<exp_name>/_default/``): not the parent of the others
 DEFAULT_DIRNAME = "_default"
-
-
-#: a value of an override that holds a path (``/some/dir/wine2.csv.gz``): up to the next ``,``
-_PATH_VALUE = re.compile(r"=([^,=]*/[^,=]*)")
-
-
-def _path_value(match: re.Match[str]) -> str:
-    value = match.group(1)
-    last = value.rstrip("/").rsplit("/", 1)[-1] or "root"
-    digest = hashlib.sha1(value.encode()).hexdigest()[:6]
-    return f"={last}~{digest}"
 
 
 def job_dirname(override_dirname: str) -> str:
@@ -63,7 +41,7 @@ def job_dirname(override_dirname: str) -> str:
     of the whole value (``+data.file=wine2.csv.gz~1a2b3c``): one folder level per run, one folder
     per path.
     """
-    return _PATH_VALUE.sub(_path_value, str(override_dirname)) or DEFAULT_DIRNAME
+    return short_path_values(str(override_dirname)) or DEFAULT_DIRNAME
 
 
 # at import: parallel launchers unpickle ``task`` by reference, which imports this module first
@@ -130,73 +108,96 @@ def path_writer(run_dir: Path) -> Callable[[SPLEstimator, int], None]:
     return write
 
 
-def folder_of_config(exp_root: Path, cfg_hash: str, run_dir: Path) -> Path | None:
-    """Another run folder under ``exp_root`` that already holds row files of ``cfg_hash``, if any.
+def apply_table_rules(cfg: DictConfig, experiment: str | None, given: list[str]) -> list[str]:
+    """Give a table's cell the overrides its committed rows were made under (what the sweep composes).
 
-    The folder name comes from the overrides as written, so one configuration can be reached by
-    two commands (``data=diabetes`` and no override at all).  Rows of one configuration stay in one
-    folder: the run continues in the folder that has the most of them.
+    A GAGA cell of a table whose rows were made under the step-point candidates gets
+    :data:`~spl_bench.table_registry.STEP_CANDIDATES` (:func:`~spl_bench.runner.cells.table_overrides`),
+    so ``spl-bench run experiment=gaga_table2 +table_row=... method=gaga`` is the committed cell.
+    A key the command line sets itself is left as given.  Returns the overrides applied.
     """
-    if not exp_root.is_dir() or hashes_in(run_dir).get(cfg_hash):
-        return None
-    found = [d.parent.parent for d in exp_root.rglob(cfg_hash)
-             if d.is_dir() and d.parent.name == "rows" and any(d.glob("run-*.csv"))]  # fmt: skip
-    found = [d for d in found if d.resolve() != run_dir.resolve()]
-    return max(found, key=lambda d: (len(list((d / "rows" / cfg_hash).glob("run-*.csv"))), str(d)), default=None)
+    table = table_of(experiment)
+    if table is None:
+        return []
+    mine = {o.split("=", 1)[0].lstrip("+~") for o in given}
+    more = [o for o in table_overrides(table, str(cfg.method.name), "", "", "") if o.split("=", 1)[0] not in mine]
+    for item in more:
+        key, value = item.split("=", 1)
+        OmegaConf.update(cfg, key, value, merge=False)
+    return more
 
 
-def run_experiment(cfg: DictConfig, run_dir: Path) -> Path:
-    """Run every seed of the configured experiment into ``run_dir``; return the results file.
+def run_experiment(cfg: DictConfig, run_dir: Path, overrides: list[str] | None = None,
+                   experiment: str | None = None) -> tuple[Path, pd.DataFrame]:
+    """Run every seed of the configured cell into the row store; return its row file and rows.
 
-    When another folder of the same experiment already holds rows of this configuration, the runs
-    go there instead (:func:`folder_of_config`), and the returned file is that folder's.
+    The rows go to ``<results_root>/<exp_name>/<cell>__<hash>.csv`` (:mod:`spl_bench.rowstore`),
+    the cell named by the command's overrides (:func:`~spl_bench.runner.cells.cell_name`), exactly
+    where the table sweep writes the same cell.  ``run_dir`` (Hydra's folder of this job) gets the
+    fitted paths when ``save_paths``.
     """
-    protocol = protocol_config(cfg)
-    ds = load_dataset(plain(cfg.data))
-    check_task(cfg, ds)
-    noise = noise_config(cfg, ds.task)
-    make = estimator_factory(cfg)
-    ident = identity(cfg)
-    h = config_hash(ident)
+    overrides = list(overrides or [])
+    for item in apply_table_rules(cfg, experiment, overrides):
+        console().print(f"[cyan]table cell:[/] {item}, as its committed rows (set it to change)", soft_wrap=True)
     replace = cfg.get("replace_stale", False)
     if not isinstance(replace, bool):
         raise ConfigError(f"replace_stale must be true or false, got {replace!r}")
-    home = folder_of_config(Path(str(cfg.results_root)) / str(cfg.exp_name), h, run_dir)
-    if home is not None:
-        console().print(f"[cyan]same configuration:[/] config hash {h} already has rows in {home}; "
+    cell = prepare_cell(cfg)
+    root, folder = Path(str(cfg.results_root)), str(cfg.exp_name)
+    store = cell.store(root, folder, cell_name(overrides, experiment))
+    home = store.same_config_elsewhere()
+    if home is not None:  # one configuration reached by two commands (data=diabetes, or no override)
+        console().print(f"[cyan]same configuration:[/] config hash {cell.config_hash} already has rows in {home}; "
                         "the runs continue there", soft_wrap=True)  # fmt: skip
-        run_dir = home
-    store = RowStore(run_dir, h, ident)
-    for path, moved, reason in store.set_aside_damaged():  # a damaged row file never counts: its run runs again
-        console().print(Text.assemble(("damaged: ", "yellow"), f"{path} ({reason}): moved to {moved}; its run is "
-                                      "run again"), soft_wrap=True)  # fmt: skip
-    for moved in store.claim(replace_stale=replace):  # one configuration per folder
-        console().print(f"[yellow]replaced:[/] rows of config hash {moved.name} moved to {moved}", soft_wrap=True)
-    todo = [k for k in range(protocol.n_runs) if not store.done(k)]
-    if len(todo) < protocol.n_runs:
-        n_done = protocol.n_runs - len(todo)
-        console().print(f"[cyan]resuming:[/] {n_done} of {protocol.n_runs} runs already in {run_dir}")
+        store = cell.store(root, folder, home.name[: -len(f"__{cell.config_hash}.csv")])
+    damaged = store.set_aside_damaged()  # a damaged row file never counts: its seeds run again
+    if damaged is not None:
+        console().print(Text.assemble(("damaged: ", "yellow"), f"{store.file} ({damaged[1]}): moved to "
+                                      f"{damaged[0]}; its runs are run again"), soft_wrap=True)  # fmt: skip
+    _other_hashes(store, replace)
+    done = store.done()
+    todo = [k for k in range(cell.protocol.n_runs) if k not in done]
+    if len(todo) < cell.protocol.n_runs:
+        n_done = cell.protocol.n_runs - len(todo)
+        console().print(f"[cyan]resuming:[/] {n_done} of {cell.protocol.n_runs} runs already in {store.file}")
     writer = path_writer(run_dir) if cfg.get("save_paths", False) else None
-    label = f"{cfg.method.name} · {ds.name} · {cfg.model.name}/{cfg.sp.name}"
+    label = f"{cfg.method.name} · {cell.ds.name} · {cfg.model.name}/{cfg.sp.name}"
+    frame = store.read()
     with Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         console=console(), disable=not cfg.progress, transient=False,
     ) as bar:  # fmt: skip
-        task = bar.add_task(label, total=protocol.n_runs, completed=protocol.n_runs - len(todo))
+        task = bar.add_task(label, total=cell.protocol.n_runs, completed=cell.protocol.n_runs - len(todo))
         # progress inside each fit: the bar's description on a terminal, log lines otherwise
-        fit = with_progress(make, display_hook(label, bar, task, console()) if cfg.progress else None)
+        hook = display_hook(label, bar, task, console()) if cfg.progress else None
         for k in todo:
-            out = run_once(ds, fit, protocol, noise, k, after_fit=writer)
-            if not math.isfinite(out.value):
-                raise FloatingPointError(f"run {k} produced a non-finite metric")
+            rows = run_cell(cell, k, hook, after_fit=writer)
             try:
-                store.write(k, outcome_rows(cfg, ds, noise, out, h))
+                frame = store.add(rows)
+                if k == todo[0]:  # the index names this hash once it has a row, not before
+                    write_index(store.dir, [store.index_entry(" ".join(cell_overrides(overrides, experiment)))])
             except OSError as exc:
-                raise environment_error(exc, f"writing the rows of run {k} to", store.path(k),
+                raise environment_error(exc, f"writing the rows of run {k} to", store.file,
                                         ROWS_KEPT) or exc from None  # fmt: skip
-            store.rewrite_summary()  # results.csv follows the row files after every run
             bar.advance(task)
-    return store.rewrite_summary()
+    if not todo and len(frame):  # every seed there already: the index names this hash all the same
+        write_index(store.dir, [store.index_entry(" ".join(cell_overrides(overrides, experiment)))])
+    return store.file, frame
+
+
+def _other_hashes(store: CellStore, replace: bool) -> None:
+    """Say which other configurations of the cell have rows: kept and never pooled, or moved to ``stale/``."""
+    others = store.others()
+    if not others:
+        return
+    if replace:
+        for moved in store.move_aside([o.path for o in others], STALE_DIR):
+            console().print(f"[yellow]replaced:[/] rows of another configuration moved to {moved}", soft_wrap=True)
+        return
+    listed = "; ".join(o.describe() for o in others)
+    console().print(f"[yellow]note:[/] this cell also has rows of config hash {listed}; they are kept apart and "
+                    f"not pooled (the index now names {store.config_hash}; replace_stale=true moves them to "
+                    f"{STALE_DIR}/)", soft_wrap=True)  # fmt: skip
 
 
 def task(cfg: DictConfig) -> None:
@@ -209,14 +210,13 @@ def task(cfg: DictConfig) -> None:
     root = Path(str(cfg.get("results_root", run_dir.parent)))
     _tidy_sweep_folder()
     try:
-        check_root_keys(cfg, HydraConfig.get().runtime.choices.get("experiment"))
-        results = run_experiment(cfg, run_dir)
-        if results.parent.resolve() != run_dir.resolve():
-            _drop_if_empty(run_dir, root)  # the runs went to the folder that has this configuration
-        if cfg.print_table:
-            from spl_bench.report.tables import print_tables, read_results, summarize
+        experiment = HydraConfig.get().runtime.choices.get("experiment")
+        check_root_keys(cfg, experiment)
+        results, frame = run_experiment(cfg, run_dir, list(HydraConfig.get().overrides.task), experiment)
+        if cfg.print_table and len(frame):
+            from spl_bench.report.tables import print_tables, summarize
 
-            print_tables(summarize(read_results([results])))
+            print_tables(summarize(frame))
         console().print(f"[green]results:[/] {results}", soft_wrap=True)
     except OSError as exc:  # a full disk, a read-only folder, no permission: one line, no traceback
         problem = environment_error(exc, "writing", run_dir, ROWS_KEPT)

@@ -11,10 +11,12 @@ would resume from.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cache
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -48,9 +50,8 @@ class Cell:
 
     @property
     def cell_id(self) -> str:
-        """A file-name-safe label, e.g. ``table_row=t2_music_n30,method=gaga``."""
-        text = ",".join(o.lstrip("+") for o in self.overrides)
-        return re.sub(r"[^A-Za-z0-9_.=,-]", "_", text)
+        """A file-name-safe label, e.g. ``table_row=t2_music_n30,method=gaga`` (:func:`cell_name`)."""
+        return cell_name(self.overrides, self.experiment)
 
     @property
     def label(self) -> str:
@@ -58,7 +59,84 @@ class Cell:
         return f"{self.rows_name} {self.cell_id}"
 
 
+def _key(override: str) -> str:
+    return override.split("=", 1)[0].lstrip("+~")
+
+
+@cache
+def run_only_keys() -> frozenset[str]:
+    """Keys of an override that change where or how a run goes, never its rows: not part of a cell's name.
+
+    Hydra's ``override_dirname.exclude_keys`` of ``configs/config.yaml`` (results folder, progress,
+    printing, ``protocol.n_runs``...) and the GAGA run-only options (checkpoints, BLAS threads).
+    """
+    root = OmegaConf.load(config_dir() / "config.yaml")
+    keys = OmegaConf.select(root, "hydra.job.config.override_dirname.exclude_keys", default=[]) or []
+    return frozenset([*map(str, keys), "method.checkpoint_dir", "method.blas_threads"])
+
+
+#: a value of an override that holds a path (``data.path=/some/dir/wine2.csv.gz``): up to the next ``,``
+_PATH_VALUE = re.compile(r"=([^,=]*/[^,=]*)")
+
+
+def _path_value(match: re.Match[str]) -> str:
+    value = match.group(1)
+    last = value.rstrip("/").rsplit("/", 1)[-1] or "root"
+    return f"={last}~{hashlib.sha1(value.encode()).hexdigest()[:6]}"
+
+
+def short_path_values(text: str) -> str:
+    """``text`` (overrides joined by ``,``) with each value that is a path named by its last part and 6 hex
+    digits of the whole value (``data.file=wine2.csv.gz~1a2b3c``): one short name per path, one folder level."""
+    return _PATH_VALUE.sub(_path_value, text)
+
+
+def cell_overrides(overrides: Iterable[str], experiment: str | None = None) -> list[str]:
+    """The overrides that make a cell, in its order: run-only keys (:func:`run_only_keys`) and Hydra's own
+    left out, the experiment's swept keys first in the order its ``hydra.sweeper.params`` lists them,
+    any other key after them, sorted."""
+    skip = run_only_keys()
+    kept = [o for o in overrides if _key(o) not in skip and not _key(o).startswith("hydra")]
+    order = [_key(k) for k in _sweep_params(experiment)] if experiment else []
+    rank = {k: i for i, k in enumerate(order)}
+    return sorted(kept, key=lambda o: (rank.get(_key(o), len(rank)), "" if _key(o) in rank else _key(o)))
+
+
+def cell_name(overrides: Iterable[str], experiment: str | None = None) -> str:
+    """The name of the cell that ``overrides`` run: its rows' file is ``<name>__<hash>.csv``.
+
+    The same for ``spl-bench run`` and the table sweep: the cell's overrides (:func:`cell_overrides`)
+    joined by ``,`` with ``+`` dropped, a path value named by its last part and a digest
+    (:func:`short_path_values`); characters unsafe in a file name become ``_``.  No override
+    at all: ``_default``.
+    """
+    text = short_path_values(",".join(o.lstrip("+") for o in cell_overrides(overrides, experiment)))
+    return re.sub(r"[^A-Za-z0-9_.=,~-]", "_", text) or "_default"
+
+
+def table_of(experiment: str | None) -> str | None:
+    """The key of :data:`TABLES` whose experiment config is ``experiment`` (None: not a table's)."""
+    return next((t for t, (exp, _, _) in TABLES.items() if exp == experiment), None)
+
+
+def table_overrides(table: str | None, method: str, task: str, data: str, variant: str = "") -> list[str]:
+    """The overrides a table's cell adds to its own: its variant's protocol, and the candidate rule of
+    its committed GAGA rows (:data:`~spl_bench.table_registry.STEP_CANDIDATES`)."""
+    more: list[str] = []
+    if variant:
+        spec = PROTOCOL_VARIANTS[variant]
+        more += [*spec[task], *spec.get(f"data={data}", ())]
+    if method == "gaga" and (table in STEP_CANDIDATE_TABLES or variant == EQUAL_VARIANT):
+        more += STEP_CANDIDATES
+    return more
+
+
 def _sweep_params(experiment: str) -> dict[str, list[str]]:
+    return {k: list(v) for k, v in _read_sweep_params(experiment).items()}
+
+
+@cache
+def _read_sweep_params(experiment: str) -> dict[str, list[str]]:
     path = config_dir() / "experiment" / f"{experiment}.yaml"
     if not path.is_file():
         raise ConfigError(f"no experiment config {path}")
@@ -137,12 +215,7 @@ def compose_cell(cell: Cell, extra: Iterable[str] = ()) -> DictConfig:
     base = [f"experiment={cell.experiment}", *cell.overrides]
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
         cfg = compose("config", overrides=[*base, *extra])
-        more: list[str] = []
-        if cell.variant:
-            spec = PROTOCOL_VARIANTS[cell.variant]
-            more += [*spec[str(cfg.data.task)], *spec.get(f"data={cfg.data.name}", ())]
-        if str(cfg.method.name) == "gaga" and (cell.table in STEP_CANDIDATE_TABLES or cell.variant == EQUAL_VARIANT):
-            more += STEP_CANDIDATES
+        more = table_overrides(cell.table, str(cfg.method.name), str(cfg.data.task), str(cfg.data.name), cell.variant)
         if more:
             cfg = compose("config", overrides=[*base, *more, *extra])
     return cfg
@@ -150,7 +223,7 @@ def compose_cell(cell: Cell, extra: Iterable[str] = ()) -> DictConfig:
 
 def cell_hash(cfg: DictConfig) -> str:
     """The configuration hash the runner gives this config (its resumable identity)."""
-    from spl_bench.runner.results import config_hash
+    from spl_bench.rowfiles import config_hash
     from spl_bench.runner.run_config import identity
 
     return config_hash(identity(cfg))

@@ -221,7 +221,8 @@ def _report(argv: list[str]) -> int:
                     "significantly better than the second) and, with two or more data sets, the Friedman test "
                     "and its critical-difference diagram",
     )  # fmt: skip
-    ap.add_argument("paths", nargs="+", help="results.csv files or folders containing them")
+    ap.add_argument("paths", nargs="+", help="results folders (results_root of spl-bench run, results/rows, or one "
+                                             "experiment folder in them) or row / results CSV files")
     ap.add_argument("--out", default=None, help="folder for table.md / table.csv / figures")
     ap.add_argument("--name", default="table", help="base name of the written files")
     ap.add_argument("--no-figure", action="store_true", help="do not draw the bar figure")
@@ -234,8 +235,8 @@ def _report(argv: list[str]) -> int:
     if args.out:
         check_output_folder("--out ", args.out)
     for p in map(Path, args.paths):
-        for f in sorted(p.rglob("results.csv")) if p.is_dir() else [p] if p.is_file() else []:
-            check_results_file(f)
+        if p.is_file():
+            check_results_file(p)
     frame = read_results(args.paths, config_hash=args.hashes)
     warn_mixed_environments(frame)
     summary = summarize(frame)
@@ -272,7 +273,7 @@ def warn_mixed_environments(frame) -> None:
             console.print(f"  {line}", soft_wrap=True, markup=False, highlight=False)
 
 
-#: columns every results file has (see spl_bench.runner.results.COLUMNS)
+#: columns every results file has (see spl_bench.rowstore.COLUMNS)
 RESULT_COLUMNS = ("experiment", "dataset", "noise", "method", "model", "sp", "selection", "seed", "metric", "value")
 
 
@@ -295,7 +296,7 @@ def check_results_file(path: Path) -> None:
     if missing:
         raise DataError(
             f"{path} is not a results file of spl-bench run (no column {', '.join(missing)}); "
-            "give results.csv files or the folders holding them"
+            "give row files, results CSV files or the folders holding them"
         )
 
 

@@ -24,11 +24,11 @@ from typing import Any
 
 import pandas as pd
 
-from spl_bench.environment import environment_json
+from spl_bench.environment import code_version, environment_json
 from spl_bench.environment import kernel_family as row_kernel_family
 from spl_bench.paths import repo_root
 from spl_bench.report.ours import load_ours
-from spl_bench.runner.results import atomic_write_csv, code_version
+from spl_bench.rowstore import atomic_write_csv
 from spl_bench.table_registry import TABLES
 
 #: seeds of a drift cell that are rerun (those committed among them)

@@ -9,15 +9,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from omegaconf import OmegaConf
 
 from spl_bench.data import has_local_copy
-from spl_bench.runner import commits
-from spl_bench.runner.cells import Cell, cell_hash, compose_cell, method_of
-from spl_bench.runner.committed import read_rows, rows_file
+from spl_bench.paths import rows_root
+from spl_bench.rowfiles import config_hash
+from spl_bench.rowstore import cell_file, read_cell
+from spl_bench.runner import commits, run_config
+from spl_bench.runner.cells import Cell, compose_cell, method_of
 from spl_bench.runner.retiming import current_retimings, retimed_at, retimed_rows, retimed_summary, todays_seconds
 
 
@@ -42,6 +45,8 @@ class CellState:
     seed_times: tuple[tuple[float, int | None], ...] = ()
     #: commit time of the code that re-timed this cell (``None``: not re-timed, or unknown)
     retimed_since: int | None = None
+    #: the hashed part of the cell's config (written beside its row file, :mod:`spl_bench.rowstore`)
+    identity: dict[str, Any] | None = None
 
 
 def cell_states(cells: list[Cell], root: Path | None = None, retimed_path: Path | None = None) -> list[CellState]:
@@ -53,9 +58,10 @@ def cell_states(cells: list[Cell], root: Path | None = None, retimed_path: Path 
     states = []
     for cell in cells:
         cfg = compose_cell(cell)
-        h = cell_hash(cfg)
-        path = rows_file(cell, h, root)
-        frame = read_rows(path)
+        ident = run_config.identity(cfg)
+        h = config_hash(ident)
+        path = cell_file(root or rows_root(), cell.rows_name, cell.cell_id, h)
+        frame = read_cell(path)
         done = set(int(s) for s in frame["seed"].unique()) if len(frame) else set()
         seeds = frame.drop_duplicates("seed").set_index("seed") if len(frame) else frame
         times = seeds["time_s"] if len(frame) else pd.Series(dtype=float)
@@ -68,7 +74,8 @@ def cell_states(cells: list[Cell], root: Path | None = None, retimed_path: Path 
         versions = seeds["code_version"] if len(frame) and "code_version" in seeds else pd.Series(dtype=object)
         seed_times = tuple((float(t), commits.made_at(versions.get(s))) for s, t in times.items())
         states.append(CellState(cell, h, path, done, stale, float(times.mean()) if len(times) else None, sec, ratio,
-                                has_local_copy(OmegaConf.to_container(cfg.data, resolve=True)), seed_times, since))
+                                has_local_copy(OmegaConf.to_container(cfg.data, resolve=True)), seed_times, since,
+                                ident))
     return states
 
 

@@ -22,7 +22,6 @@ and the tables, variants and extra sweeps :mod:`spl_bench.table_registry`.
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 import time
@@ -32,8 +31,8 @@ from typing import Any
 
 from spl_bench.errors import DataError
 from spl_bench.paths import repo_root
-from spl_bench.runner.cells import Cell, cell_hash, compose_cell, method_of
-from spl_bench.runner.committed import append_rows, record_failure, refresh_index
+from spl_bench.runner.cells import Cell, compose_cell, method_of
+from spl_bench.runner.committed import record_failure, refresh_index, store_of
 from spl_bench.runner.plan import CellState, seconds_per_run
 
 #: seconds between two progress lines of one run in a sweep's log (a run of hours shows where it is)
@@ -41,31 +40,25 @@ RUN_PROGRESS_INTERVAL = 300.0
 
 
 def run_seed(cell: Cell, seed: int, extra: tuple[str, ...] = (), progress: bool = False) -> list[dict[str, Any]]:
-    """Run seed ``seed`` of ``cell`` (one protocol run) and return its tidy rows.
+    """Run seed ``seed`` of ``cell`` (one protocol run, :func:`~spl_bench.runner.cell_run.run_cell`) and
+    return its tidy rows.
 
     ``progress``: the estimator's progress reports (GAGA's age, ACS's grid, MOSPL's generations)
     go to standard output as a line every ``RUN_PROGRESS_INTERVAL`` seconds.
     """
     from threadpoolctl import threadpool_limits
 
-    from spl_bench.data import load_dataset
-    from spl_bench.progress import DisplayHook, with_progress
-    from spl_bench.protocol import run_once
-    from spl_bench.runner import run_config
+    from spl_bench.progress import DisplayHook
+    from spl_bench.runner.cell_run import prepare_cell, run_cell
 
-    cfg = compose_cell(cell, extra)
-    protocol = run_config.protocol_config(cfg)
-    ds = load_dataset(run_config.plain(cfg.data))
-    run_config.check_task(cfg, ds)
-    noise = run_config.noise_config(cfg, ds.task)
+    prepared = prepare_cell(compose_cell(cell, extra))
     hook = DisplayHook(f"{cell.label} seed {seed}", terminal=False, stream=sys.stdout,
                        interval=RUN_PROGRESS_INTERVAL) if progress else None
-    make = with_progress(run_config.estimator_factory(cfg), hook)
     with threadpool_limits(limits=1):  # one BLAS thread per run: parallelism is across runs
-        out = run_once(ds, make, protocol, noise, seed)
-    if not math.isfinite(out.value):
-        raise FloatingPointError(f"{cell.label} seed {seed}: non-finite metric")
-    return run_config.outcome_rows(cfg, ds, noise, out, cell_hash(cfg))
+        try:
+            return run_cell(prepared, seed, hook)
+        except FloatingPointError as exc:
+            raise FloatingPointError(f"{cell.label}: {exc}") from None
 
 
 def pending_tasks(states: list[CellState], runs: int, max_cell_seconds: float | None) -> list[tuple[Cell, int]]:
@@ -180,7 +173,7 @@ def run_tables(
                 no_data.add(cell)
             continue
         st = by_cell[cell]
-        append_rows(st.file, result)
+        store_of(st, root).add(result)
         st.done.add(seed)
         main = next(r for r in result if not str(r["metric"]).startswith("selection_"))
         log(f"[{i}/{len(tasks)}] {cell.label} seed {seed}: {main['metric']} {main['value']:.4f} "

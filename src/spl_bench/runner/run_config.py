@@ -23,12 +23,11 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from spl_bench.data import Dataset
-from spl_bench.environment import environment_json
+from spl_bench.environment import code_version, environment_json
 from spl_bench.errors import ConfigError, check_int, check_number, unknown_key
 from spl_bench.methods.base import SPLEstimator
 from spl_bench.models import get_model
 from spl_bench.protocol import NoiseConfig, ProtocolConfig, RunOutcome
-from spl_bench.runner.results import code_version
 
 #: the noise kind ``noise.kind=auto`` stands for, by task
 AUTO_NOISE = {"classification": "uniform_flip", "regression": "target_gaussian"}
