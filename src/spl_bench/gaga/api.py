@@ -99,6 +99,18 @@ def age_path(
     """
     X, y, mdl, spr, lam_min, lam_max, opts = _checked_inputs(X, y, model, sp, lam_range, sp_params, options,
                                                              model_params)
+    return trace_age_path(X, y, mdl, spr, lam_min, lam_max, opts, init, progress)
+
+
+def trace_age_path(X: Array, y: Array, mdl: Model, spr: SPRegularizer, lam_min: float, lam_max: float,
+                   opts: EngineOptions, init: Params | None = None,
+                   progress: Callable[[float, int], None] | None = None) -> AgePath:
+    """:func:`age_path` on inputs already checked (GAGA Algorithm 2): the GAGA estimator's road.
+
+    ``X`` finite 2-D, ``y`` the model's target (:meth:`Model.check_y`), ``lam_min < lam_max`` both
+    valid ages of ``spr`` and ``opts`` a checked :class:`EngineOptions`: the estimator checks them
+    once at its ``fit`` (scikit-learn's rule: validate at the edge), :func:`age_path` for its callers.
+    """
     # duplicated columns merged (the lasso), the saved state of these inputs if any
     groups, X_path, init = _merged_columns(mdl, X, init)
     file, key, saved = _find_checkpoint(X, y, mdl, spr, lam_min, lam_max, init, opts)

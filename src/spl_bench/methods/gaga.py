@@ -20,8 +20,10 @@ from typing import Any
 import numpy as np
 
 from spl_bench.errors import ConfigError, check_int, check_positive
-from spl_bench.gaga import AgePath, EngineOptions, age_path
+from spl_bench.gaga import AgePath, EngineOptions
+from spl_bench.gaga.api import trace_age_path
 from spl_bench.gaga.core import tracker as engine
+from spl_bench.gaga.core.options import ODE_METHODS
 from spl_bench.methods.base import Array, SPLEstimator
 from spl_bench.models import Params
 
@@ -138,6 +140,8 @@ class GAGA(SPLEstimator):
             raise ConfigError(f"lam_min ({lam_min}) must be smaller than lam_max ({lam_max})")
         if self.degenerate_start not in ("advance", "lam_min"):
             raise ConfigError(f"degenerate_start must be 'advance' or 'lam_min', got {self.degenerate_start!r}")
+        if self.ode_method not in ODE_METHODS:
+            raise ConfigError(f"unknown ODE solver {self.ode_method!r}; choose one of {', '.join(ODE_METHODS)}")
         if self.candidates not in CANDIDATE_RULES:
             raise ConfigError(f"candidates must be one of {', '.join(CANDIDATE_RULES)}, got {self.candidates!r}")
         opts = EngineOptions(method=str(self.ode_method), rtol=float(self.rtol), atol=float(self.atol),
@@ -162,8 +166,12 @@ class GAGA(SPLEstimator):
                 self._progress("gaga", lam=lam, lam_min=lam_min, lam_max=lam_max, n_critical=n_critical)
 
         hooked = getattr(self, "_progress_hook", None) is not None
-        path = age_path(X, y, model=self.model_, sp=self._make_sp(), lam_range=(lam_min, lam_max),
-                        options=opts, progress=report if hooked else None)
+        spr = self._make_sp()
+        spr.check_lam(lam_min)
+        spr.check_lam(lam_max)
+        # X and y were checked by fit (SPLEstimator._check_fit_data), the ages and options above
+        path = trace_age_path(X, self.model_.check_y(y), self.model_, spr, lam_min, lam_max, opts,
+                              progress=report if hooked else None)
         self.path_ = path
         self._fit_data_ = (X, y)  # the kernel SVM's candidates refer to the training rows (use_ages)
         self.time_before_resume_ = float(path.meta["time_before_resume_s"])
