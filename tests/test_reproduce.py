@@ -22,7 +22,7 @@ from spl_bench.report import status as report_status
 from spl_bench.report.bands import agreement
 from spl_bench.report.coverage import _far_reasons
 from spl_bench.report.ours import load_failures, load_ours
-from spl_bench.report.page import _order_mark, clean_lines, row_summary, write_table
+from spl_bench.report.page import clean_lines, order_mark, row_summary, write_table
 from spl_bench.report.reproduction import tables_dir, write_all
 from spl_bench.report.status import FIDELITY_NOTE, available, cell_status
 from spl_bench.rowfiles import read_row_file, write_row_file
@@ -460,10 +460,10 @@ def test_readme_counts_the_far_cells_by_reason():
 
 def test_order_mark():
     grp = pd.DataFrame({"method": ["original", "acs", "mospl", "gaga"], "ours_mean": [0.3, 0.25, 0.22, 0.2]})
-    assert _order_mark(grp, better=False) == "yes"
-    assert _order_mark(grp, better=True) == "no"
+    assert order_mark(grp, better=False) == "yes"
+    assert order_mark(grp, better=True) == "no"
     grp.loc[3, "ours_mean"] = 0.23
-    assert _order_mark(grp, better=False) == "no"
+    assert order_mark(grp, better=False) == "no"
 
 
 def test_committed_tables_are_regenerated_identically(tmp_path, data_dir):

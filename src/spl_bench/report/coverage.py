@@ -16,7 +16,7 @@ from spl_bench.report.compare import TableComparison
 from spl_bench.report.direction import higher_is_better
 from spl_bench.report.lines import table_lines
 from spl_bench.report.ours import param_value
-from spl_bench.report.page import _order_mark
+from spl_bench.report.page import order_mark
 from spl_bench.report.paper import load_paper
 from spl_bench.report.status import FIDELITY_NOTE
 from spl_bench.table_registry import TABLES
@@ -141,7 +141,7 @@ def _far_reasons(ran: pd.DataFrame) -> list[str]:
 
 
 def _order_counts(grp: pd.DataFrame) -> str:
-    marks = [_order_mark(g, higher_is_better(str(g["metric"].iloc[0]))) for _, g in table_lines(grp)]
+    marks = [order_mark(g, higher_is_better(str(g["metric"].iloc[0]))) for _, g in table_lines(grp)]
     marks = [m for m in marks if m != "–"]
     return f"{marks.count('yes')} of {len(marks)}" if marks else "–"
 

@@ -63,7 +63,7 @@ def _best(grp: pd.DataFrame, col: str, better: bool) -> str | None:
     return str(vals.loc[vals[col].idxmax() if better else vals[col].idxmin(), "method"])
 
 
-def _order_mark(grp: pd.DataFrame, better: bool) -> str:
+def order_mark(grp: pd.DataFrame, better: bool) -> str:
     """Whether our means keep the paper's ordering of GAGA, MOSPL, ACS, Original (where present)."""
     have = {r.method: r.ours_mean for r in grp.itertuples() if np.isfinite(r.ours_mean)}
     order = [m for m in GAGA_ORDER if m in set(grp["method"])]
@@ -223,7 +223,7 @@ def row_summary(cells: pd.DataFrame, selection: str, tests: pd.DataFrame | None 
         lines.append(rec)
         # the GAGA paper's claim; the Outlier-Path paper makes none such
         if "paper" not in grp or (grp["paper"] == "gaga").all():
-            rec["paper order holds"] = _order_mark(grp, better)
+            rec["paper order holds"] = order_mark(grp, better)
     frame = pd.DataFrame(lines)
     if len(frame) and per_method:
         frame = frame.drop(columns="param")
