@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from spl_bench.atomic import atomic_write_text
 from spl_bench.paths import repo_root
 from spl_bench.report import floor
 from spl_bench.report.bands import AGREEMENT, FAR, agreement, beyond, within
@@ -166,4 +167,4 @@ def update_readme(section: str, readme: Path) -> None:
         text = re.sub(re.escape(README_START) + ".*?" + re.escape(README_END), lambda _: block, text, flags=re.S)
     else:
         text = text.rstrip("\n") + "\n\n" + block + "\n"
-    readme.write_text(text)
+    atomic_write_text(readme, text)

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from spl_bench.atomic import atomic_write_text
 from spl_bench.report import blocks, floor, significance
 from spl_bench.report.compare import TableComparison
 from spl_bench.report.direction import higher_is_better as _higher_better
@@ -294,7 +295,7 @@ def write_table(comp: TableComparison, out_root: Path, figures: bool = True) -> 
               + "\n")  # fmt: skip
     md.append(comp.footer)
     md_path = out / "comparison.md"
-    md_path.write_text("".join(md))
+    atomic_write_text(md_path, "".join(md))
     sig = out / "significance.csv"
     tests.to_csv(sig, index=False, float_format="%.6g")
     if not figures:

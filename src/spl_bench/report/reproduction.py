@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from spl_bench.atomic import atomic_write_text
 from spl_bench.paths import repo_root
 from spl_bench.report import floor
 from spl_bench.report.bands import within
@@ -56,12 +57,12 @@ def write_all(
         critical_point_figure(crit, out_root / "gaga_fig6_critical_points.png")
         paths.append(out_root / "gaga_fig6_critical_points.png")
     section = status_section(cov)
-    (out_root / "status.md").write_text(section)
+    atomic_write_text(out_root / "status.md", section)
     paths.append(out_root / "status.md")
     from spl_bench.report.findings import findings_markdown
 
     findings = findings or out_root / "FINDINGS.md"
-    findings.write_text(findings_markdown(comps, cov))
+    atomic_write_text(findings, findings_markdown(comps, cov))
     paths.append(findings)
     if readme is not None:
         update_readme(section, readme)

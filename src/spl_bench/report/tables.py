@@ -11,6 +11,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from spl_bench.atomic import atomic_write_text
 from spl_bench.errors import DataError
 from spl_bench.report import environments
 from spl_bench.report.markdown import to_markdown
@@ -286,7 +287,7 @@ def write_report(
     summary = summarize(frame)
     table = with_unavailable(paper_table(summary, marks=marks), unavailable)
     paths = [out / f"{name}.md", out / f"{name}.csv", out / f"{name}_summary.csv"]
-    paths[0].write_text(to_markdown(table) + notes + environments.footer(frame, CELL_KEYS))
+    atomic_write_text(paths[0], to_markdown(table) + notes + environments.footer(frame, CELL_KEYS))
     table.to_csv(paths[1], index=False)
     summary.to_csv(paths[2], index=False)
     return paths

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from spl_bench.atomic import atomic_write_text
 from spl_bench.errors import ConfigError, check_int, check_number, unknown_key
 from spl_bench.runner.output_folder import check_output_folder
 
@@ -157,6 +158,6 @@ def main(argv: list[str]) -> int:
     summary = {"file": str(f), **path.critical_counts(), "n_restarts": path.n_restarts, "points": len(path),
                "time_s": path.meta["time_s"], "lam_selected": float(grid[best]),
                "validation_error": errs["validation"][best], "test_error": errs["test"][best]}
-    (out / f"{stem}_summary.json").write_text(json.dumps(summary, indent=2))
+    atomic_write_text(out / f"{stem}_summary.json", json.dumps(summary, indent=2))
     print(json.dumps(summary, indent=2))
     return 0
