@@ -31,7 +31,7 @@ from spl_bench.runner import commits, drift
 from spl_bench.runner import reproduce as rp
 from spl_bench.runner.cells import Cell, cell_hash, compose_cell, table_cells
 from spl_bench.runner.committed import rows_file
-from spl_bench.runner.plan import CellState, cell_states, plan_lines, seconds_per_run
+from spl_bench.runner.plan import CellState, cell_states, from_scratch, plan_lines, seconds_per_run
 from spl_bench.runner.retiming import (
     RETIMED_COLUMNS,
     append_retimed_row,
@@ -209,6 +209,11 @@ def test_plan_prefers_todays_re_timings_and_scales_their_family(tmp_path):
     # left: 1 run of cell 0 (40 s), 2 of cell 1 (80 s each), 2 of cell 2 (50 s each): 300 s in all
     assert "ETA 5 min" in plan[3]
     assert "of which 2 runs in 1 cells" in plan[4] and "ETA 100 s; with the data here: 3 min" in plan[4]  # 200 s
+    # from scratch: each offline cell at the paper's 20 runs x its seconds per run, by method
+    # (cell 2, whose data must be downloaded, is not counted): gaga (40 + 80) * 20 = 2,400 s
+    assert plan[-1] == ("from scratch: 0.7 CPU-h for every offline cell of these tables at its paper's run count "
+                        "x seconds per run (gaga 0.7)")
+    assert from_scratch(states) == {"gaga": pytest.approx((40.0 + 80.0) * 20, rel=1e-12)}
 
 
 def test_a_family_scaled_cell_scales_only_its_seeds_older_than_the_family_re_timing(tmp_path):

@@ -22,6 +22,7 @@ from spl_bench.rowstore import cell_file, read_cell
 from spl_bench.runner import commits, run_config
 from spl_bench.runner.cells import Cell, compose_cell, method_of
 from spl_bench.runner.retiming import current_retimings, retimed_at, retimed_rows, retimed_summary, todays_seconds
+from spl_bench.table_registry import PAPER_RUNS, TABLES
 
 
 @dataclass
@@ -151,6 +152,22 @@ def _family_retimed_at(states: list[CellState]) -> dict[tuple[str, str], int]:
     return {k: max(t for t in v if t is not None) for k, v in at.items() if all(t is not None for t in v)}
 
 
+def from_scratch(states: list[CellState], estimates: list[tuple[float | None, str, float | None]] | None = None
+                 ) -> dict[str, float]:
+    """CPU seconds of the whole reproduction started again, by method: each offline cell (its data in the
+    data directory) of the tables themselves (no protocol variant) at its paper's run count
+    (:data:`~spl_bench.table_registry.PAPER_RUNS`) times its estimated seconds per run
+    (:func:`seconds_per_run`; a cell never timed counts 0 and is named in the plan's total)."""
+    estimates = seconds_per_run(states) if estimates is None else estimates
+    out: dict[str, float] = {}
+    for st, (per, _, _) in zip(states, estimates, strict=True):
+        if st.cell.variant or not st.data_here or per is None:
+            continue
+        runs = PAPER_RUNS[TABLES[st.cell.table][1]]
+        out[method_of(st.cell)] = out.get(method_of(st.cell), 0.0) + runs * per
+    return out
+
+
 def plan_lines(states: list[CellState], runs: int, jobs: int = 1) -> list[str]:
     """One line per cell (runs done / left, seconds per run, ETA) and a total.
 
@@ -191,4 +208,9 @@ def plan_lines(states: list[CellState], runs: int, jobs: int = 1) -> list[str]:
         n_re = sum(st.sec_retimed is not None for st in states)
         lines.append(f"       (re-timed: {n_re} cells, {len(ratio)} (table, method) families scaled; "
                      f"from the committed rows' seconds alone: {_fmt_seconds(total_committed / max(1, jobs))})")
+    scratch = from_scratch(states, estimates)
+    if scratch:
+        parts = ", ".join(f"{m} {sec / 3600:.1f}" for m, sec in sorted(scratch.items(), key=lambda kv: -kv[1]))
+        lines.append(f"from scratch: {sum(scratch.values()) / 3600:.1f} CPU-h for every offline cell of these tables "
+                     f"at its paper's run count x seconds per run ({parts})")
     return lines
