@@ -72,8 +72,8 @@ def _selected_test_value(est: GAGA, task: str, Xv, yv, Xt, yt) -> float:
     return float((pt[best] == yt).mean())
 
 
-#: the default route against another one: the lasso's default is the compiled follower, the others'
-#: is RK45 / LSODA ("auto"), compared with the predictor-corrector
+#: the default route against another one: the lasso's default is the compiled follower, compared with
+#: RK45 / LSODA ("auto"); the others' is "auto", compared with the predictor-corrector
 OTHER_ROUTE = {"lasso": "auto", "logistic": "PC", "svm": "PC"}
 
 

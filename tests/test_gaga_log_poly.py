@@ -22,6 +22,7 @@ from scipy.optimize import minimize_scalar
 
 from gaga_reference import Reference, breast_cancer, diabetes
 from spl_bench.gaga import age_path
+from spl_bench.gaga.core.options import EngineOptions
 from spl_bench.models import get_model
 from spl_bench.sp import get_sp
 
@@ -127,6 +128,42 @@ def test_kkt_at_every_recorded_point_and_v_star_matches_numerical_minimiser(case
         if model_name != "svm":  # the point solves the problem weighted by the numerical v as well
             assert model.kkt_violation(p, X, y, v_num) <= 1e-4
     assert n_mixed > 0
+
+
+#: the logistic path with the polynomial SP (t = 1.35, lam in [1, 2]) ends a branch at a fold near
+#: lam = 1.6568852905 (det J -> 0): the predictor-corrector once stepped past it with its unprojected
+#: prediction (a jump at 1.65688635, KKT 1.4e-5 there) and RK45 located it early, by bisecting det J on
+#: points projected from its own dense output (1.656885145: a Newton start on the other branch)
+FOLD_CASE = ("logistic", "polynomial", 1.35, (1.0, 2.0), 0.0)
+
+
+def test_routes_give_the_same_critical_points_at_a_fold():
+    """``PC``, ``auto`` and RK45 at tight tolerances: the same critical points (kinds, ages to 1e-8), every
+    one of them a partial optimum (KKT <= 1e-10, computed from the point alone)."""
+    X, y = _data("logistic", 0.0)
+    model, sp = get_model("logistic", C=1.0), make_sp("polynomial", 1.35)
+    ref = Reference(model, sp, X, y)
+    routes = {"auto": EngineOptions(method="auto"), "PC": EngineOptions(method="PC"),
+              "tight": EngineOptions(method="RK45", rtol=1e-10, atol=1e-12)}
+    events, crit = {}, {}
+    for name, opts in routes.items():
+        path = age_path(X, y, model="logistic", sp="polynomial", sp_params={"t": 1.35}, lam_range=(1.0, 2.0),
+                        C=1.0, options=opts)
+        events[name] = path.events
+        keep = path.point_kind != "step"
+        crit[name] = (path.lambdas[keep], path.point_kind[keep])
+        kkt = [ref.kkt(v, b, lam) for lam, v, b in zip(path.lambdas[keep], path.values[keep], path.intercept[keep],
+                                                       strict=True)]
+        worst = int(np.argmax(kkt))
+        assert kkt[worst] <= 1e-10, (name, kkt[worst], path.lambdas[keep][worst], path.point_kind[keep][worst])
+    kinds = [e["kind"] for e in events["auto"]]
+    assert "jump" in kinds and "turning" in kinds
+    for name in ("PC", "tight"):
+        assert [e["kind"] for e in events[name]] == kinds, name
+        np.testing.assert_allclose([e["lam"] for e in events[name]], [e["lam"] for e in events["auto"]],
+                                   rtol=0, atol=1e-8, err_msg=name)
+        assert list(crit[name][1]) == list(crit["auto"][1]), name
+        np.testing.assert_allclose(crit[name][0], crit["auto"][0], rtol=0, atol=1e-8, err_msg=name)
 
 
 DERIV_CASES = [

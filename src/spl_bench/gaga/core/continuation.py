@@ -18,10 +18,19 @@ to follow it.  Here the equation itself is followed instead, as continuation met
   and the next step is scaled by ``(dense_tol / err)^(1/4)`` (the interpolant's error is
   ``O(h^4)``), within ``[1/2, 2]`` and ``max_step``.
 
+* **one branch**: a step whose corrected end has the other sign of ``det J`` than its start is
+  retaken shorter, as a step the corrector or the interpolant check fails: near a fold the
+  prediction overshoots and Newton can converge to the other branch of the fold, where ``F = 0``
+  holds too.
+
 An explicit Runge–Kutta step costs six factorisations (one per stage); this one costs one,
-plus residual evaluations.  Where the corrector fails even on short steps (the branch ends:
-a fold), the step ends at the unprojected prediction, as an ODE step would, and the
-tracker's own retake / fold handling (:class:`~spl_bench.gaga.core.stepping.Stepper`) decides.
+plus residual evaluations.  Where the corrector fails even on steps of ``1e-12 max(1, |lam|)``
+the branch ends there (a fold: it turns back in ``lam``, or an index set's boundary past which
+its formulas are not defined): the step fails with ``branch_end`` set, at the last accepted point,
+and the stepper (:meth:`~spl_bench.gaga.core.stepping.Stepper.branch_end`) makes it a critical
+point.  The fold is so located to that step floor on points of the branch itself (the step ends
+are its points), never by bisecting ``det J`` on points projected from an interpolant, which near
+a fold can reach the other branch.
 """
 
 from __future__ import annotations
@@ -37,8 +46,8 @@ from spl_bench.gaga.core.options import EngineOptions
 
 Array = NDArray[np.float64]
 
-#: step halvings tried when the corrector fails, before the prediction is returned as it is
-MAX_HALVINGS = 6
+#: the shortest step tried, relative to max(1, |lam|): where the corrector fails on it the branch ends
+STEP_FLOOR = 1e-12
 #: bounds of the factor of the next step size
 GROW, SHRINK = 2.0, 0.5
 
@@ -88,9 +97,12 @@ class PredictorCorrector(OdeSolver):
         self.chord = equation.last_factor
         span = abs(t_bound - t0)
         self.h_next = min(float(first_step) if first_step else 0.01 * span, self.max_step, span)
+        self.sign = equation.last_sign  # sign of det J at the step start (0: not known)
         self.y_old: Array | None = None
         self.f_old: Array | None = None
         self.n_rejected = 0
+        #: the corrector failed on the shortest step from ``t``: the branch ends there
+        self.branch_end = False
 
     def _project(self, y: Array, t: float) -> tuple[Array, float]:
         theta, res = self.equation.newton(y[:-1].copy(), t, chord=self.chord)
@@ -101,41 +113,47 @@ class PredictorCorrector(OdeSolver):
         t, y, f = self.t, self.y, self.f
         h = min(self.h_next, self.max_step)
         ok_res = 1e3 * o.newton_tol
-        for _ in range(MAX_HALVINGS + 1):
+        floor = STEP_FLOOR * max(1.0, abs(t))
+        while True:
             t1 = t + h
             if t1 >= self.t_bound or self.t_bound - t1 < 1e-12 * max(1.0, abs(t1)):
                 t1, h = self.t_bound, self.t_bound - t
             y1, res = self._project(y + h * f, t1)
             if res <= ok_res:
                 f1 = self.fun(t1, y1)  # one factorisation: tangent and sign of det J at the end
-                ym = hermite_mid(y, y1, f, f1, h)
-                pm, res_m = self._project(ym, t + 0.5 * h)
-                scale = 1.0 + float(np.abs(pm).max(initial=0.0))
-                err = float(np.abs(pm - ym).max(initial=0.0)) / scale
-                if res_m <= ok_res and err <= o.dense_tol:
-                    grow = GROW if err == 0.0 else min(GROW, max(SHRINK, 0.9 * (o.dense_tol / err) ** 0.25))
-                    self._accept(t1, y1, f1, min(h * grow, self.max_step))
-                    return True, None
-                if res_m <= ok_res and err > 0.0:  # the interpolant is off: shorter by its O(h^4)
-                    h *= max(0.2, min(SHRINK, 0.9 * (o.dense_tol / err) ** 0.25))
-                else:
+                sign1 = self.equation.last_sign
+                if self.sign != 0 and sign1 != 0 and sign1 != self.sign:
+                    # the end is on the other branch of a fold (or past a sign change of det J):
+                    # shorter, until the step stays on this branch or the branch ends
                     h *= SHRINK
+                else:
+                    ym = hermite_mid(y, y1, f, f1, h)
+                    pm, res_m = self._project(ym, t + 0.5 * h)
+                    scale = 1.0 + float(np.abs(pm).max(initial=0.0))
+                    err = float(np.abs(pm - ym).max(initial=0.0)) / scale
+                    if res_m <= ok_res and err <= o.dense_tol:
+                        grow = GROW if err == 0.0 else min(GROW, max(SHRINK, 0.9 * (o.dense_tol / err) ** 0.25))
+                        self._accept(t1, y1, f1, sign1, min(h * grow, self.max_step))
+                        return True, None
+                    if res_m <= ok_res and err > 0.0:  # the interpolant is off: shorter by its O(h^4)
+                        h *= max(0.2, min(SHRINK, 0.9 * (o.dense_tol / err) ** 0.25))
+                    else:
+                        h *= SHRINK
             else:
                 h *= SHRINK
             self.n_rejected += 1
-            if h <= 1e-12 * max(1.0, abs(t)):
+            if h < floor:
                 break
-        # the corrector fails even on short steps: return the prediction as it is (the tracker
-        # retakes the step shorter, then treats the end of the branch as a fold)
-        t1 = min(t + h / SHRINK, self.t_bound)
-        y1 = y + (t1 - t) * f
-        self._accept(t1, y1, f.copy(), self.max_step)
-        return True, None
+        # the corrector fails even on the shortest step: the branch ends at t (the stepper decides
+        # what kind of critical point that is)
+        self.branch_end = True
+        return False, "the branch ends (the corrector fails on the shortest step)"
 
-    def _accept(self, t1: float, y1: Array, f1: Array, h_next: float) -> None:
+    def _accept(self, t1: float, y1: Array, f1: Array, sign1: float, h_next: float) -> None:
         self.t_old, self.y_old, self.f_old = self.t, self.y, self.f
         self.t, self.y, self.f = t1, y1, f1
         self.chord = self.equation.last_factor
+        self.sign = sign1
         self.h_next = h_next
 
     def _dense_output_impl(self) -> HermiteOutput:

@@ -14,12 +14,13 @@ class EngineOptions:
     # the route that follows a segment (a speed choice: every route gives the same critical points,
     # and GAGA's candidates are those and a fixed grid through the dense output, docs/gaga.md):
     # "fastest" (the default): the fastest route measured exact for each system: the compiled
-    # follower where the system has one (the lasso: gaga/glm/segment_nb.py), "auto" elsewhere and
-    # for the segments the follower hands back (the predictor-corrector located a jump 1.2e-6 late
-    # on a logistic path, docs/gaga.md "Routes and candidates", so it is not used by default);
-    # "PC", the predictor-corrector continuation (gaga/core/continuation.py); "compiled": the same
-    # as "fastest" today; a scipy OdeSolver: "auto" (RK45; LSODA from a segment's step
-    # ``stiff_steps`` on), LSODA, BDF, RK45 or DOP853
+    # follower where the system has one (the lasso: gaga/glm/segment_nb.py), the route of
+    # FASTEST_STEPPER for a model it names (none today), "auto" elsewhere and for the segments the
+    # follower hands back (docs/gaga.md "Routes and candidates");
+    # "PC", the predictor-corrector continuation (gaga/core/continuation.py); "compiled": the
+    # compiled follower where the system has one, "auto" elsewhere; a scipy OdeSolver: "auto" (RK45;
+    # LSODA from a segment's step ``stiff_steps`` on), LSODA, BDF, RK45 or DOP853.  Every route
+    # hands a fold to the predictor-corrector, which locates it on the branch (stepping.py)
     method: str = "fastest"
     stiff_steps: int = 40
     rtol: float = 1e-7
@@ -92,8 +93,18 @@ COMPILED_ROUTES = ("fastest", "compiled")
 AUTO_ROUTES = ("auto", "fastest", "compiled")
 
 
-def stepper_name(method: str) -> str:
-    """The step-by-step route of a segment under ``method`` (where no compiled follower takes it):
-    ``"RK45"`` for ``"auto"``, ``"fastest"`` and ``"compiled"`` (switching to LSODA on stiff
+#: the step-by-step route ``"fastest"`` takes for a model (``Model.name``), where it is measured exact (the same
+#: critical points as ``"auto"``) and faster; the other models: ``"auto"``.  Empty: the predictor-corrector is
+#: exact on the logistic model since its folds are (results/bench/gaga_pc_log.md), but measured 0.93x auto's
+#: CPU on one proxy run and 1.6x slower on the wide proxy before the fix: not faster until an A/B says so
+FASTEST_STEPPER: dict[str, str] = {}
+
+
+def stepper_name(method: str, model: str = "") -> str:
+    """The step-by-step route of a segment under ``method`` (where no compiled follower takes it) for
+    the model named ``model``: for ``"fastest"`` the model's :data:`FASTEST_STEPPER` entry if it has
+    one; ``"RK45"`` for ``"auto"``, ``"fastest"`` and ``"compiled"`` (switching to LSODA on stiff
     segments: :data:`AUTO_ROUTES`), else ``method`` itself."""
+    if method == "fastest" and model in FASTEST_STEPPER:
+        return FASTEST_STEPPER[model]
     return "RK45" if method in AUTO_ROUTES else method

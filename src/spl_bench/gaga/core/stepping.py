@@ -10,7 +10,10 @@ by step by a scipy ODE solver or the predictor-corrector stepper (:meth:`~Steppe
 (:class:`~spl_bench.gaga.core.record.Recorder`), with points inside the step where the Hermite
 interpolant of the recorded points would be inaccurate (:meth:`~Stepper.fill`).  The segment ends
 at a critical point or a fold (:class:`~spl_bench.gaga.core.critical.CriticalPoints`), or at
-``lam_max``.
+``lam_max``.  A fold seen by an ODE solver (``det J`` changes sign at a projected step end or before
+a crossing, or the end cannot be projected) is not bisected on the solver's dense output: the step
+is taken again by the predictor-corrector, which stays on the branch and ends at its fold
+(:meth:`~Stepper.branch_end`), so every route locates a fold on points of the branch itself.
 """
 
 from __future__ import annotations
@@ -102,14 +105,14 @@ class Stepper:
 
     def ode_segment(self, lam0: float, lam_max: float) -> float:
         """:meth:`segment` step by step (:func:`~spl_bench.gaga.core.options.stepper_name`: ``auto`` for
-        ``compiled`` and ``fastest``)."""
+        ``compiled``, and for ``fastest`` where the model has no faster exact route)."""
         st, eq, crit = self.state, self.equation, self.critical
         o, sysm = st.o, st.sys
         theta0 = sysm.theta()
         d0 = eq.rhs(lam0, np.append(theta0, 0.0))[:-1]
         sign0 = eq.last_sign
         auto = o.method in AUTO_ROUTES
-        name = stepper_name(o.method)
+        name = stepper_name(o.method, getattr(st.model, "name", ""))
         crit.settle_sets(lam0, d0)  # sets a warm start changed without an event of their own
         first = self.locator.first_step(theta0, d0, lam0, lam_max)
         solver = self.solver(name, lam0, theta0, lam_max, o.max_step, first)
@@ -121,6 +124,12 @@ class Stepper:
                 msg = solver.step()
             st.n_steps += 1
             if solver.status == "failed":
+                if getattr(solver, "branch_end", False):  # the predictor-corrector: no step from t_prev
+                    return self.branch_end(t_prev, theta_prev, lam_max)
+                if name != "PC":  # an ODE solver's steps vanish (next to a fold): the predictor-corrector
+                    name = "PC"
+                    solver = self.solver("PC", t_prev, theta_prev, lam_max, o.max_step, None)
+                    continue
                 return crit.jump(t_prev, [], f"solver failed: {msg}")
             t1, y1 = float(solver.t), solver.y
             # crossings are judged on the Newton-projected step end, not on the raw ODE state
@@ -141,9 +150,27 @@ class Stepper:
             dense = solver.dense_output()
             bad, t_end, theta_end = self.locator.crossings(theta1, t_prev, t1, dense)
             if bad.size:
-                return self.critical_point(bad, dense, t_prev, theta_prev, t_end, theta_end, sign0, lam_max)
+                out = self.critical_point(bad, dense, t_prev, theta_prev, t_end, theta_end, sign0, lam_max,
+                                          refine=name != "PC")
+                if out is not None:
+                    return out
+                # det J changed sign before the first crossing: the step again, on the branch
+                name, solver = "PC", self.solver("PC", t_prev, theta_prev, lam_max, o.max_step, 0.5 * h_step)
+                continue
             if res1 > 1e3 * o.newton_tol:  # no partial optimum at t1: the path ends (a fold)
+                if name != "PC":  # the step again, on the branch: the predictor-corrector ends at its fold
+                    name, solver = "PC", self.solver("PC", t_prev, theta_prev, lam_max, o.max_step, 0.5 * h_step)
+                    continue
                 return crit.fold(t_prev, t1, dense, sign0, "the projection fails (fold of the path)")
+            if sign0 != 0 and name != "PC":
+                # det J at the projected end (the factor fill and record use): another sign is a fold
+                # inside the step, or a Newton start from the solver's state on the other branch of a
+                # fold ahead.  Either way the step again by the predictor-corrector, which stays on
+                # the branch (and ends at the fold, if there is one)
+                eq.rhs(t1, np.append(theta1, 0.0))
+                if eq.last_sign != sign0 and eq.last_sign != 0:
+                    name, solver = "PC", self.solver("PC", t_prev, theta_prev, lam_max, o.max_step, 0.5 * h_step)
+                    continue
             # regular step: record the Newton-projected point (and enough points inside for at())
             sysm.set_theta(theta1)
             self.fill(t1, dense)
@@ -165,18 +192,41 @@ class Stepper:
                                max_step=o.max_step)
 
     def critical_point(self, crossed: NDArray[np.intp], dense: Any, t_prev: float, theta_prev: Array,
-                       t_end: float, theta_end: Array, sign0: float, lam_max: float) -> float:
+                       t_end: float, theta_end: Array, sign0: float, lam_max: float,
+                       refine: bool = False) -> float | None:
         """The step from ``t_prev`` crossed event functions (``crossed``, violated at ``t_end``): the
         first crossing (:meth:`EventLocator.first_crossing`) ends the segment, as a critical point
         (:meth:`CriticalPoints.event`, after :meth:`fill` up to it) or, if ``det J`` changed sign
-        from ``sign0`` before it, as a fold (:meth:`CriticalPoints.fold`)."""
+        from ``sign0`` before it, as a fold (:meth:`CriticalPoints.fold`; with ``refine``, ``None``:
+        the caller takes the step again by the predictor-corrector)."""
         t_star, theta = self.locator.first_crossing(crossed, dense, t_prev, theta_prev, t_end, theta_end)
         self.state.sys.set_theta(theta)
         self.equation.rhs(t_star, np.append(theta, 0.0))
         if sign0 != 0 and self.equation.last_sign != sign0:
+            if refine:
+                return None
             return self.critical.fold(t_prev, t_star, dense, sign0)
         self.fill(t_star, dense)
         return self.critical.event(t_star, lam_max, crossed)
+
+    def branch_end(self, t: float, theta: Array, lam_max: float) -> float:
+        """The predictor-corrector found no point of the branch past ``t`` (``theta``, the last accepted
+        step end; :class:`~spl_bench.gaga.core.continuation.PredictorCorrector` ``branch_end``): an
+        index on its boundary there is an event (:meth:`CriticalPoints.event`: a turning or a jump
+        point, by its continuation check); else the branch turns back at ``t``, a fold: a jump point
+        (:meth:`CriticalPoints.jump`).  The step point recorded at ``t`` is recorded again as the
+        critical point's own."""
+        st, eq, o = self.state, self.equation, self.state.o
+        sysm = st.sys
+        if st.lams and st.lams[-1] == t and st.kinds[-1] == "step" and st.segs[-1] == st.seg:
+            st.drop_after(float(np.nextafter(t, -np.inf)))
+        sysm.set_theta(theta)
+        h = eq.event_values(theta, t)
+        near = np.flatnonzero(h <= 1e3 * o.event_tol * sysm.event_scale(t))
+        if near.size:
+            return self.critical.event(t, lam_max, near)
+        return self.critical.jump(t, [], "fold of the path (the branch ends: no partial optimum with these sets "
+                                         "past it)")
 
     def solver(self, name: str, t0: float, theta0: Array, lam_max: float, max_step: float,
                first_step: float | None) -> OdeSolver:
