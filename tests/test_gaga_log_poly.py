@@ -145,11 +145,12 @@ def test_routes_give_the_same_critical_points_at_a_fold():
     ref = Reference(model, sp, X, y)
     routes = {"auto": EngineOptions(method="auto"), "PC": EngineOptions(method="PC"),
               "tight": EngineOptions(method="RK45", rtol=1e-10, atol=1e-12)}
-    events, crit = {}, {}
+    events, crit, retakes = {}, {}, {}
     for name, opts in routes.items():
         path = age_path(X, y, model="logistic", sp="polynomial", sp_params={"t": 1.35}, lam_range=(1.0, 2.0),
                         C=1.0, options=opts)
         events[name] = path.events
+        retakes[name] = path.meta["n_fold_retakes"]
         keep = path.point_kind != "step"
         crit[name] = (path.lambdas[keep], path.point_kind[keep])
         kkt = [ref.kkt(v, b, lam) for lam, v, b in zip(path.lambdas[keep], path.values[keep], path.intercept[keep],
@@ -164,6 +165,9 @@ def test_routes_give_the_same_critical_points_at_a_fold():
                                    rtol=0, atol=1e-8, err_msg=name)
         assert list(crit[name][1]) == list(crit["auto"][1]), name
         np.testing.assert_allclose(crit[name][0], crit["auto"][0], rtol=0, atol=1e-8, err_msg=name)
+    # the ODE routes reached the fold by handing steps to the predictor-corrector, and say so;
+    # the predictor-corrector itself hands nothing
+    assert retakes["auto"] >= 1 and retakes["tight"] >= 1 and retakes["PC"] == 0, retakes
 
 
 DERIV_CASES = [

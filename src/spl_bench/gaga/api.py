@@ -247,6 +247,7 @@ def _meta(mdl: Model, spr: SPRegularizer, X: Array, lam_min: float, lam_max: flo
         "n_failed_warm_starts": st.n_failed_warm_starts,
         "ode_method": opts.method,
         "n_stiff_switches": st.n_stiff_switches,
+        "n_fold_retakes": st.n_fold_retakes,
         "n_compiled_calls": st.n_compiled_calls,
         "n_compiled_events": st.n_compiled_events,
         "n_compiled_handbacks": st.n_compiled_handbacks,

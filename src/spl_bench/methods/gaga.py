@@ -250,6 +250,7 @@ class GAGA(SPLEstimator):
             "ode_method": str(self.path_.meta["ode_method"]),
             "n_solver_steps": int(self.path_.meta["n_solver_steps"]),
             "n_failed_warm_starts": int(self.path_.meta["n_failed_warm_starts"]),
+            "n_fold_retakes": int(self.path_.meta.get("n_fold_retakes", 0)),
             # a degenerate start moved (docs/gaga.md "Degenerate partial optima"), J singular
             "start_lam": float(self.path_.meta["start_lam"]),
             "n_degenerate_acs": int(self.path_.meta["n_degenerate_acs"]),

@@ -55,6 +55,7 @@ class TrackState:
     n_rhs: int = 0
     n_failed_warm_starts: int = 0
     n_stiff_switches: int = 0  # segments handed from RK45 to LSODA (method "auto")
+    n_fold_retakes: int = 0  # steps an ODE route took again by the predictor-corrector at a fold
     n_compiled_calls: int = 0  # calls of the compiled follower (method "compiled")
     n_compiled_events: int = 0  # critical points it handled
     n_compiled_handbacks: int = 0  # segments it handed back to the ODE route

@@ -128,6 +128,7 @@ class Stepper:
                     return self.branch_end(t_prev, theta_prev, lam_max)
                 if name != "PC":  # an ODE solver's steps vanish (next to a fold): the predictor-corrector
                     name = "PC"
+                    st.n_fold_retakes += 1
                     solver = self.solver("PC", t_prev, theta_prev, lam_max, o.max_step, None)
                     continue
                 return crit.jump(t_prev, [], f"solver failed: {msg}")
@@ -156,10 +157,12 @@ class Stepper:
                     return out
                 # det J changed sign before the first crossing: the step again, on the branch
                 name, solver = "PC", self.solver("PC", t_prev, theta_prev, lam_max, o.max_step, 0.5 * h_step)
+                st.n_fold_retakes += 1
                 continue
             if res1 > 1e3 * o.newton_tol:  # no partial optimum at t1: the path ends (a fold)
                 if name != "PC":  # the step again, on the branch: the predictor-corrector ends at its fold
                     name, solver = "PC", self.solver("PC", t_prev, theta_prev, lam_max, o.max_step, 0.5 * h_step)
+                    st.n_fold_retakes += 1
                     continue
                 return crit.fold(t_prev, t1, dense, sign0, "the projection fails (fold of the path)")
             if sign0 != 0 and name != "PC":
@@ -170,6 +173,7 @@ class Stepper:
                 eq.rhs(t1, np.append(theta1, 0.0))
                 if eq.last_sign != sign0 and eq.last_sign != 0:
                     name, solver = "PC", self.solver("PC", t_prev, theta_prev, lam_max, o.max_step, 0.5 * h_step)
+                    st.n_fold_retakes += 1
                     continue
             # regular step: record the Newton-projected point (and enough points inside for at())
             sysm.set_theta(theta1)
