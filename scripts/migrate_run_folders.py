@@ -29,6 +29,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from spl_bench.atomic import atomic_write_text
 from spl_bench.errors import DamagedRows
 from spl_bench.rowfiles import read_row_file
 from spl_bench.rowstore import CellStore, write_index
@@ -71,7 +72,7 @@ def migrate(run_dir: Path, check: bool) -> list[str]:
         store.add(frame.to_dict("records"))  # every seed at once; the columns of the row store (COLUMNS)
         side = run_dir / "rows" / h / "config.json"
         if side.is_file():
-            store.file.with_suffix(".json").write_text(side.read_text())
+            atomic_write_text(store.file.with_suffix(".json"), side.read_text())
     if frames and not check:
         newest = list(frames)[-1]
         write_index(exp_dir, [CellStore(exp_dir.parent, exp_dir.name, cell, newest).index_entry(overrides)])

@@ -30,7 +30,6 @@ from spl_bench.rowstore import read_cell
 from spl_bench.runner import commits, drift
 from spl_bench.runner import reproduce as rp
 from spl_bench.runner.cells import Cell, cell_hash, compose_cell, table_cells
-from spl_bench.runner.committed import rows_file
 from spl_bench.runner.plan import CellState, cell_states, from_scratch, plan_lines, seconds_per_run
 from spl_bench.runner.retiming import (
     RETIMED_COLUMNS,
@@ -67,7 +66,7 @@ def test_cell_hash_is_the_runners(tmp_path, data_dir):
                  "experiment=gaga_table2", *cell.overrides])  # fmt: skip
     assert code == 0
     (path,) = tmp_path.rglob("*__*.csv")
-    assert path == rows_file(cell, cell_hash(compose_cell(cell)), tmp_path)  # the file the sweep writes the cell to
+    assert path == cell.rows_file(cell_hash(compose_cell(cell)), tmp_path)  # the file the sweep writes the cell to
     rows = read_row_file(path)
     assert set(rows["config_hash"]) == {cell_hash(compose_cell(cell))}
     ours = rp.run_seed(cell, 0)
@@ -238,7 +237,7 @@ def test_a_family_scaled_cell_scales_only_its_seeds_older_than_the_family_re_tim
 def test_cell_states_record_each_seeds_code_time_and_the_re_timings(tmp_path, monkeypatch):
     monkeypatch.setattr(commits, "commit_times", lambda: {"aaa": 1, "bbb": 2})
     cell = Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=original"))
-    path = rows_file(cell, cell_hash(compose_cell(cell)), tmp_path)
+    path = cell.rows_file(cell_hash(compose_cell(cell)), tmp_path)
     path.parent.mkdir(parents=True)
     write_row_file(pd.DataFrame([{"seed": s, "metric": "gen_error", "value": 0.1, "time_s": t, "code_version": v}
                                  for s, t, v in ((0, 100.0, "0.1.0+aaa"), (1, 30.0, "0.1.0+bbb"),
@@ -257,7 +256,7 @@ def test_a_re_timing_counts_only_while_its_seed_is_the_committed_one(tmp_path):
     longer gives the cell's seconds per run; the seeds still committed as re-timed do."""
     cell = Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=original"))
     h = cell_hash(compose_cell(cell))
-    path = rows_file(cell, h, tmp_path)
+    path = cell.rows_file(h, tmp_path)
     path.parent.mkdir(parents=True)
 
     def commit(times: dict[int, float]) -> None:

@@ -17,11 +17,13 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
 from spl_bench.errors import ConfigError
-from spl_bench.paths import config_dir
+from spl_bench.paths import config_dir, rows_root
+from spl_bench.rowstore import cell_file
 from spl_bench.table_registry import (
     CLEAN_VARIANT,
     EQUAL_CANDIDATE_METHODS,
@@ -52,6 +54,11 @@ class Cell:
     def cell_id(self) -> str:
         """A file-name-safe label, e.g. ``table_row=t2_music_n30,method=gaga`` (:func:`cell_name`)."""
         return cell_name(self.overrides, self.experiment)
+
+    def rows_file(self, h: str, root: Path | None = None) -> Path:
+        """The row file of this cell under configuration hash ``h`` (:mod:`spl_bench.rowstore`), below
+        ``root`` (default ``results/rows``)."""
+        return cell_file(root or rows_root(), self.rows_name, self.cell_id, h)
 
     @property
     def label(self) -> str:

@@ -15,17 +15,12 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from spl_bench.paths import rows_root
-from spl_bench.rowstore import CellStore, atomic_write_csv, cell_file, write_index
+from spl_bench.rowstore import CellStore, atomic_write_csv, write_index
 from spl_bench.runner.cells import Cell, compose_cell
 from spl_bench.table_registry import TABLES
 
 if TYPE_CHECKING:
     from spl_bench.runner.plan import CellState
-
-def rows_file(cell: Cell, h: str, root: Path | None = None) -> Path:
-    """The committed row file of ``cell`` under configuration hash ``h``."""
-    return cell_file(root or rows_root(), cell.rows_name, cell.cell_id, h)
-
 
 def store_of(st: CellState, root: Path | None = None) -> CellStore:
     """The row store of a cell of the plan (its current hash), as ``spl-bench run`` would open it."""

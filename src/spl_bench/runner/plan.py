@@ -16,9 +16,8 @@ import pandas as pd
 from omegaconf import OmegaConf
 
 from spl_bench.data import has_local_copy
-from spl_bench.paths import rows_root
 from spl_bench.rowfiles import config_hash
-from spl_bench.rowstore import cell_file, read_cell
+from spl_bench.rowstore import read_cell
 from spl_bench.runner import commits, run_config
 from spl_bench.runner.cells import Cell, compose_cell, method_of
 from spl_bench.runner.retiming import current_retimings, retimed_at, retimed_rows, retimed_summary, todays_seconds
@@ -61,7 +60,7 @@ def cell_states(cells: list[Cell], root: Path | None = None, retimed_path: Path 
         cfg = compose_cell(cell)
         ident = run_config.identity(cfg)
         h = config_hash(ident)
-        path = cell_file(root or rows_root(), cell.rows_name, cell.cell_id, h)
+        path = cell.rows_file(h, root)
         frame = read_cell(path)
         done = set(int(s) for s in frame["seed"].unique()) if len(frame) else set()
         seeds = frame.drop_duplicates("seed").set_index("seed") if len(frame) else frame
