@@ -58,13 +58,20 @@ def main() -> int:
                     help="run the cells under a protocol variant (authors: the GAGA authors' noise; clean: each "
                          "row's plain model on clean training labels, the reference of what the model reaches); "
                          "rows kept apart")
+    ap.add_argument("--current-rule", action="store_true",
+                    help="GAGA cells only, under the current candidate rule where the table's committed rows are "
+                         "on the step rule (the reruns of issue 62; written beside those rows, not read by the "
+                         "tables until the table leaves table_registry.STEP_CANDIDATE_TABLES)")
+    ap.add_argument("--no-shared-fits", action="store_true",
+                    help="do not write a GAGA / ACS cell's equal-candidates rows from its own fits (Tables 2-3)")
     ap.add_argument("--smoke", action="store_true", help="regenerate the drift-check reference")
     args = ap.parse_args()
 
     if args.smoke:
         return _smoke()
     try:
-        cells = [c for t in args.tables for c in table_cells(t, args.methods, args.data, args.variant, args.where)]
+        cells = [c for t in args.tables
+                 for c in table_cells(t, args.methods, args.data, args.variant, args.where, args.current_rule)]
         if args.report_only:
             # the index follows the configs: rows written by several machines / worktrees merge here
             refresh_index(cell_states(cells))
@@ -82,7 +89,8 @@ def main() -> int:
 
                 ckpt = repo_root() / ckpt
             failures = run_tables(states, runs, args.jobs, args.executor, args.max_cell_seconds, slurm,
-                                  log=log_line, checkpoint_dir=ckpt, blas_threads=args.blas_threads)  # fmt: skip
+                                  log=log_line, checkpoint_dir=ckpt, blas_threads=args.blas_threads,
+                                  shared_fits=not args.no_shared_fits)  # fmt: skip
             for label, why in failures.items():
                 print(f"failed: {label}: {why}", file=sys.stderr)
         from spl_bench.paths import repo_root

@@ -173,6 +173,12 @@ def test_the_route_is_not_part_of_the_hash_and_the_committed_step_rule_cells_kee
     other = compose_cell(Cell("-", "gaga_table2", ("+table_row=t2_music_n30", "method=gaga",
                                                    "method.ode_method=PC")))
     assert cell_hash(other) == cell_hash(default) != committed
-    # an equal-candidates cell keeps the rule its committed rows were made under, in or out of the registry
-    eq = compose_cell(Cell("-", "gaga_table2", ("+table_row=t2_music_n30", "method=gaga"), "equal_candidates"))
+    # an equal-candidates cell follows its table's rule (its rows come from the same fits): on the step
+    # rule while the table is, at the hash of its committed rows; out of the registry, the default rule
+    eq_cell = Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=gaga"), "equal_candidates")
+    eq = compose_cell(eq_cell)
     assert eq.method.candidates == "steps" and eq.protocol.candidates == "shared_grid"
+    eq_index = pd.read_csv(rows_root() / "gaga_table2@equal_candidates" / "index.csv")
+    assert cell_hash(eq) == eq_index.loc[eq_index["cell"] == eq_cell.cell_id, "config_hash"].iloc[0]
+    free = compose_cell(Cell("-", "gaga_table2", ("+table_row=t2_music_n30", "method=gaga"), "equal_candidates"))
+    assert free.method.candidates == "critical_grid" and free.protocol.candidates == "shared_grid"

@@ -137,15 +137,15 @@ def test_a_cell_without_its_data_fails_once_and_its_other_seeds_are_passed_over(
 
     ok = Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=original"))
     gone = Cell("5", "gaga_table5", ("+table_row=t5_nomao_n20", "method=original"))
-    real, calls = rp.run_seed, []
+    real, calls = rp.run_seeds, []
 
-    def fake(cell, seed, extra=(), progress=False):
+    def fake(cell, seed, extra=(), progress=False, companions=()):
         calls.append((cell, seed))
         if cell == gone:
             raise DataError("dataset 'nomao': local file not found")
-        return real(cell, seed, extra)
+        return real(cell, seed, extra, companions=companions)
 
-    monkeypatch.setattr(rp, "run_seed", fake)
+    monkeypatch.setattr(rp, "run_seeds", fake)
     states = cell_states([gone, ok], tmp_path)
     lines: list[str] = []
     failures = rp.run_tables(states, 3, log=lines.append, root=tmp_path)

@@ -91,6 +91,9 @@ CLEAN_VARIANT = "clean"
 #: the equal-candidates variant and the methods it applies to
 EQUAL_VARIANT = "equal_candidates"
 EQUAL_CANDIDATE_METHODS = ("gaga", "acs")
+#: tables whose sweeps write the equal-candidates rows of a GAGA or ACS cell from the fit of its own
+#: cell (one fit, two selections: :func:`spl_bench.runner.cells.companion_cells`; issue 65's tables)
+EQUAL_CANDIDATE_TABLES = ("2", "3")
 #: the protocol variants the comparison tables show, each in sections of its own
 REPORTED_VARIANTS = ("authors", "authors_protocol", "equal_candidates")
 #: variants whose regression cells the paper reports as RMSE (the authors' Evaluation.RMSE): the rows
@@ -101,7 +104,7 @@ RMSE_VARIANTS = ("authors_protocol",)
 #: (the rule before 2026-11-29, STEP_CANDIDATES below); a table leaves this set once every GAGA cell
 #: of it has been rerun under the route-independent candidates (issue 62; docs/gaga.md, "Routes and candidates")
 STEP_CANDIDATE_TABLES = frozenset(TABLES)
-#: the overrides that give a GAGA cell the rule its committed rows were made under; the
-#: equal-candidates cells keep them for good (their candidates are the shared ages whatever GAGA's
-#: own rule, and their committed rows were made under this configuration hash)
+#: the overrides that give a GAGA cell the rule its committed rows were made under; a table's
+#: equal-candidates cells follow its own cells (their rows come from the same fits, the shared ages by
+#: the dense output), so they keep these overrides while the table is in STEP_CANDIDATE_TABLES
 STEP_CANDIDATES = ("method.candidates=steps", "method.ode_method=auto")

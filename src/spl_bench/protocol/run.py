@@ -32,8 +32,8 @@ import hashlib
 import json
 import math
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -136,17 +136,62 @@ def run_once(
     ``after_fit(estimator, run)``, when given, is called right after the fit (the runner
     uses it to write path files).
     """
-    prep = prepare_run(ds, protocol, noise, run)
-    X_fit, y_fit, X_sel, y_sel, sc, clean = prep.X_fit, prep.y_fit, prep.X_sel, prep.y_sel, prep.scaled, prep.clean
-    te, n_noisy_train = prep.test_idx, prep.n_corrupted
+    return run_shared(ds, make_estimator, [protocol], noise, run, after_fit)[0]
 
+
+#: the protocol fields that choose among a fitted method's solutions and never change the fit
+SELECTION_ONLY_FIELDS = ("candidates", "candidate_step")
+
+
+def shares_fit(a: ProtocolConfig, b: ProtocolConfig) -> bool:
+    """Whether runs under ``a`` and ``b`` fit the same data the same way: they differ at most in the
+    candidates offered to the selection (:data:`SELECTION_ONLY_FIELDS`)."""
+    same = {f: getattr(a, f) for f in SELECTION_ONLY_FIELDS}
+    return replace(b, **same) == a
+
+
+def run_shared(
+    ds: Dataset,
+    make_estimator: Callable[[], SPLEstimator],
+    protocols: Sequence[ProtocolConfig],
+    noise: NoiseConfig,
+    run: int,
+    after_fit: Callable[[SPLEstimator, int], None] | None = None,
+) -> list[RunOutcome]:
+    """Run ``run`` of several protocols that share one fit (:func:`shares_fit`): split, corrupt and fit
+    once, then select and score once per protocol.  One outcome per protocol, in their order.
+
+    Each outcome is the one :func:`run_once` gives for its protocol alone: the fit does not depend on
+    the candidates, and the selections under the method's own candidates are made before the
+    equal-candidates control narrows them (``use_ages``).
+    """
+    if not protocols:
+        raise ValueError("run_shared needs at least one protocol")
+    first = protocols[0]
+    for other in protocols[1:]:
+        if not shares_fit(first, other):
+            raise ConfigError(f"protocols that share a fit may differ only in {', '.join(SELECTION_ONLY_FIELDS)}; "
+                              f"got {first} and {other}")
+    prep = prepare_run(ds, first, noise, run)
     est = make_estimator()
     t0 = time.perf_counter()
-    est.fit(X_fit, y_fit)
+    est.fit(prep.X_fit, prep.y_fit)
     # an estimator resumed from a checkpoint (GAGA's checkpoint_dir) adds the time spent before it
     fit_time = time.perf_counter() - t0 + float(getattr(est, "time_before_resume_", 0.0))
     if after_fit is not None:
         after_fit(est, run)
+    # the method's own candidates first: the control keeps only some of them
+    order = sorted(range(len(protocols)), key=lambda i: protocols[i].candidates != "own")
+    out: dict[int, RunOutcome] = {}
+    for i in order:
+        out[i] = _select_and_score(ds, est, prep, protocols[i], run, fit_time)
+    return [out[i] for i in range(len(protocols))]
+
+
+def _select_and_score(ds: Dataset, est: SPLEstimator, prep: PreparedRun, protocol: ProtocolConfig, run: int,
+                      fit_time: float) -> RunOutcome:
+    """Steps 6 of the module doc for a fitted estimator: choose a candidate and score it."""
+    X_sel, y_sel, sc, clean = prep.X_sel, prep.y_sel, prep.scaled, prep.clean
     if protocol.candidates == "shared_grid":
         # the equal-candidates control: the method's solutions at the shared ages only
         est.use_ages(shared_ages(est, protocol.candidate_step))
@@ -173,10 +218,10 @@ def run_once(
         lam=_age_of(cand),
         fit_time=fit_time,
         info=info,
-        n_train=len(y_fit),
+        n_train=len(prep.y_fit),
         n_selection=len(y_sel),
-        n_test=len(te),
-        n_corrupted=n_noisy_train,
+        n_test=len(prep.test_idx),
+        n_corrupted=prep.n_corrupted,
     )
 
 

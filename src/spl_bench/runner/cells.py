@@ -15,7 +15,7 @@ import hashlib
 import itertools
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
@@ -27,6 +27,7 @@ from spl_bench.rowstore import cell_file
 from spl_bench.table_registry import (
     CLEAN_VARIANT,
     EQUAL_CANDIDATE_METHODS,
+    EQUAL_CANDIDATE_TABLES,
     EQUAL_VARIANT,
     EXTRA_SWEEPS,
     PROTOCOL_VARIANTS,
@@ -44,6 +45,9 @@ class Cell:
     experiment: str
     overrides: tuple[str, ...]
     variant: str = ""  # a key of PROTOCOL_VARIANTS: the same cell under another protocol
+    # GAGA: the current candidate rule even where the table's committed rows are on the step rule
+    # (STEP_CANDIDATE_TABLES): the reruns of issue 62, written beside those rows under their own hash
+    current_rule: bool = False
 
     @property
     def rows_name(self) -> str:
@@ -62,8 +66,8 @@ class Cell:
 
     @property
     def label(self) -> str:
-        """The cell as the sweep's log and the plan name it: rows folder and cell id."""
-        return f"{self.rows_name} {self.cell_id}"
+        """The cell as the sweep's log and the plan name it: rows folder and cell id (and the rerun's rule)."""
+        return f"{self.rows_name} {self.cell_id}" + (" [current rule]" if self.current_rule else "")
 
 
 def _key(override: str) -> str:
@@ -126,16 +130,33 @@ def table_of(experiment: str | None) -> str | None:
     return next((t for t, (exp, _, _) in TABLES.items() if exp == experiment), None)
 
 
-def table_overrides(table: str | None, method: str, task: str, data: str, variant: str = "") -> list[str]:
+def table_overrides(table: str | None, method: str, task: str, data: str, variant: str = "",
+                    current_rule: bool = False) -> list[str]:
     """The overrides a table's cell adds to its own: its variant's protocol, and the candidate rule of
-    its committed GAGA rows (:data:`~spl_bench.table_registry.STEP_CANDIDATES`)."""
+    its committed GAGA rows (:data:`~spl_bench.table_registry.STEP_CANDIDATES`) unless ``current_rule``."""
     more: list[str] = []
     if variant:
         spec = PROTOCOL_VARIANTS[variant]
         more += [*spec[task], *spec.get(f"data={data}", ())]
-    if method == "gaga" and (table in STEP_CANDIDATE_TABLES or variant == EQUAL_VARIANT):
+    if method == "gaga" and table in STEP_CANDIDATE_TABLES and not current_rule:
         more += STEP_CANDIDATES
     return more
+
+
+def companion_cells(cell: Cell) -> list[Cell]:
+    """Cells whose rows come from the same fits as ``cell``'s: of a GAGA or ACS cell of a table in
+    :data:`~spl_bench.table_registry.EQUAL_CANDIDATE_TABLES`, its equal-candidates cell (the same
+    config with ``protocol.candidates=shared_grid``: one fit, a second selection).  The sweep runs the
+    fit once and writes both (:func:`spl_bench.runner.cell_run.run_cells` checks that nothing else differs)."""
+    if cell.variant or cell.table not in EQUAL_CANDIDATE_TABLES or method_of(cell) not in EQUAL_CANDIDATE_METHODS:
+        return []
+    twin = replace(cell, variant=EQUAL_VARIANT)
+    return [twin] if replace(twin, current_rule=False) in _equal_cells(cell.table) else []
+
+
+@cache
+def _equal_cells(table: str) -> frozenset[Cell]:
+    return frozenset(table_cells(table, variant=EQUAL_VARIANT))
 
 
 def _sweep_params(experiment: str) -> dict[str, list[str]]:
@@ -156,7 +177,7 @@ def _read_sweep_params(experiment: str) -> dict[str, list[str]]:
 
 def table_cells(
     table: str, methods: Iterable[str] | None = None, data: Iterable[str] | None = None, variant: str = "",
-    where: Iterable[str] | None = None,
+    where: Iterable[str] | None = None, current_rule: bool = False,
 ) -> list[Cell]:
     """Every cell of ``table`` (a key of :data:`TABLES`), optionally only some methods / datasets.
 
@@ -165,6 +186,8 @@ def table_cells(
     a cell is kept when, for every key named, its value is one of those given for that key.
     With ``variant="clean"`` the cells are the clean-label reference: per table row (a noise rate
     swept by the table is not a row of its own here) the plain model, ``method=original``.
+    ``current_rule``: GAGA cells under the current candidate rule even if the table's committed rows
+    are on the step rule (:attr:`Cell.current_rule`; the other methods' cells are left out).
     """
     if variant and variant not in PROTOCOL_VARIANTS:
         raise ConfigError(f"unknown variant {variant!r}; valid: {', '.join(PROTOCOL_VARIANTS)}")
@@ -202,7 +225,9 @@ def table_cells(
                 continue
             if any(pairs.get(k) not in vals for k, vals in conditions.items()):
                 continue
-            out.append(Cell(table, experiment, tuple(f"{k}={v}" for k, v in pairs.items()), variant))
+            if current_rule and pairs.get("method") != "gaga":
+                continue
+            out.append(Cell(table, experiment, tuple(f"{k}={v}" for k, v in pairs.items()), variant, current_rule))
     return out
 
 
@@ -222,7 +247,8 @@ def compose_cell(cell: Cell, extra: Iterable[str] = ()) -> DictConfig:
     base = [f"experiment={cell.experiment}", *cell.overrides]
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
         cfg = compose("config", overrides=[*base, *extra])
-        more = table_overrides(cell.table, str(cfg.method.name), str(cfg.data.task), str(cfg.data.name), cell.variant)
+        more = table_overrides(cell.table, str(cfg.method.name), str(cfg.data.task), str(cfg.data.name), cell.variant,
+                               cell.current_rule)
         if more:
             cfg = compose("config", overrides=[*base, *more, *extra])
     return cfg

@@ -28,7 +28,11 @@ def store_of(st: CellState, root: Path | None = None) -> CellStore:
 
 
 def refresh_index(states: list[CellState], root: Path | None = None) -> None:
-    """Point every cell's index entry at its current configuration hash."""
+    """Point every cell's index entry at its current configuration hash.
+
+    A cell run under :attr:`~spl_bench.runner.cells.Cell.current_rule` is left out: the index, and so
+    the tables, keep its table's rule until the table leaves the step rule."""
+    states = [st for st in states if not st.cell.current_rule]
     for exp in sorted({st.cell.rows_name for st in states}):
         write_index((root or rows_root()) / exp, [_index_entry(st) for st in states if st.cell.rows_name == exp])
 

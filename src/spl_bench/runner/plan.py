@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +76,14 @@ def cell_states(cells: list[Cell], root: Path | None = None, retimed_path: Path 
         states.append(CellState(cell, h, path, done, stale, float(times.mean()) if len(times) else None, sec, ratio,
                                 has_local_copy(OmegaConf.to_container(cfg.data, resolve=True)), seed_times, since,
                                 ident))
+    # a rerun under the current rule with no seed yet follows the same paths as its table-rule cell:
+    # that cell's seconds are its estimate
+    for i, st in enumerate(states):
+        if st.cell.current_rule and not st.done:
+            (ruled,) = cell_states([replace(st.cell, current_rule=False)], root, retimed_path)
+            states[i] = replace(st, sec_per_run=ruled.sec_per_run, sec_retimed=ruled.sec_retimed,
+                                retimed_ratio=ruled.retimed_ratio, seed_times=ruled.seed_times,
+                                retimed_since=ruled.retimed_since)
     return states
 
 

@@ -31,9 +31,9 @@ from typing import Any
 
 from spl_bench.errors import DataError
 from spl_bench.paths import repo_root
-from spl_bench.runner.cells import Cell, compose_cell, method_of
+from spl_bench.runner.cells import Cell, companion_cells, compose_cell, method_of
 from spl_bench.runner.committed import record_failure, refresh_index, store_of
-from spl_bench.runner.plan import CellState, seconds_per_run
+from spl_bench.runner.plan import CellState, cell_states, seconds_per_run
 
 #: seconds between two progress lines of one run in a sweep's log (a run of hours shows where it is)
 RUN_PROGRESS_INTERVAL = 300.0
@@ -46,33 +46,46 @@ def run_seed(cell: Cell, seed: int, extra: tuple[str, ...] = (), progress: bool 
     ``progress``: the estimator's progress reports (GAGA's age, ACS's grid, MOSPL's generations)
     go to standard output as a line every ``RUN_PROGRESS_INTERVAL`` seconds.
     """
+    return run_seeds(cell, seed, extra, progress)[cell]
+
+
+def run_seeds(cell: Cell, seed: int, extra: tuple[str, ...] = (), progress: bool = False,
+              companions: tuple[Cell, ...] = ()) -> dict[Cell, list[dict[str, Any]]]:
+    """Seed ``seed`` of ``cell`` and of ``companions`` (:func:`~spl_bench.runner.cells.companion_cells`)
+    from one fit (:func:`~spl_bench.runner.cell_run.run_cells`): the tidy rows of each cell."""
     from threadpoolctl import threadpool_limits
 
     from spl_bench.progress import DisplayHook
-    from spl_bench.runner.cell_run import prepare_cell, run_cell
+    from spl_bench.runner.cell_run import prepare_cell, run_cells
 
-    prepared = prepare_cell(compose_cell(cell, extra))
+    order = (cell, *companions)
+    prepared = [prepare_cell(compose_cell(c, extra)) for c in order]
     hook = DisplayHook(f"{cell.label} seed {seed}", terminal=False, stream=sys.stdout,
                        interval=RUN_PROGRESS_INTERVAL) if progress else None
     with threadpool_limits(limits=1):  # one BLAS thread per run: parallelism is across runs
         try:
-            return run_cell(prepared, seed, hook)
+            rows = run_cells(prepared, seed, hook)
         except FloatingPointError as exc:
             raise FloatingPointError(f"{cell.label}: {exc}") from None
+    return dict(zip(order, rows, strict=True))
 
 
-def pending_tasks(states: list[CellState], runs: int, max_cell_seconds: float | None) -> list[tuple[Cell, int]]:
+def pending_tasks(states: list[CellState], runs: int, max_cell_seconds: float | None,
+                  companions: dict[Cell, list[CellState]] | None = None) -> list[tuple[Cell, int]]:
     """(cell, seed) still to run, seed-major (every cell gets seed k before any gets k + 1).
 
+    A seed is still to run when the cell or one of its ``companions`` (cells written from the same
+    fit, :func:`~spl_bench.runner.cells.companion_cells`) lacks it.
     A cell whose estimated seconds per run (:func:`~spl_bench.runner.plan.seconds_per_run`, the plan's
     estimate: re-timed by today's code, or its committed rows' scaled by its family's re-timing)
     exceed ``max_cell_seconds`` gets no new seed (it is reported with the runs it has and the reason).
     """
     per = [p for p, _, _ in seconds_per_run(states)]
+    companions = companions or {}
     tasks = []
     for seed in range(runs):
         for st, sec in zip(states, per, strict=True):
-            if seed in st.done:
+            if seed in st.done and all(seed in c.done for c in companions.get(st.cell, [])):
                 continue
             if max_cell_seconds is not None and sec is not None and sec > max_cell_seconds:
                 continue
@@ -91,14 +104,15 @@ def run_only_overrides(cell: Cell, checkpoint_dir: Path | None, blas_threads: in
 
 
 def _execute(
-    tasks: list[tuple[Cell, int]], jobs: int, executor: str, slurm: dict[str, Any] | None,
+    tasks: list[tuple[Cell, int, tuple[Cell, ...]]], jobs: int, executor: str, slurm: dict[str, Any] | None,
     checkpoint_dir: Path | None = None, blas_threads: int = 1, skip: Callable[[Cell], bool] | None = None,
-) -> Iterator[tuple[Cell, int, list[dict[str, Any]] | BaseException]]:
-    """Run the tasks; yield each (cell, seed, rows or the exception) as it finishes.
+) -> Iterator[tuple[Cell, int, dict[Cell, list[dict[str, Any]]] | BaseException]]:
+    """Run the tasks (cell, seed, companions written from the same fit); yield each (cell, seed, rows by
+    cell or the exception) as it finishes.
 
     ``skip``: run by run (one job, in this process), a task whose cell it accepts is passed over
     (the parallel executors submit every task up front)."""
-    extras = [run_only_overrides(c, checkpoint_dir, blas_threads) for c, _ in tasks]
+    extras = [run_only_overrides(c, checkpoint_dir, blas_threads) for c, _, _ in tasks]
 
     if executor == "submitit":
         import submitit
@@ -107,7 +121,8 @@ def _execute(
         ex = submitit.AutoExecutor(folder=str(folder), cluster=None if slurm else "local")
         ex.update_parameters(timeout_min=int((slurm or {}).get("timeout_min", 240)), cpus_per_task=1,
                              **{k: v for k, v in (slurm or {}).items() if k != "timeout_min"})  # fmt: skip
-        jobs_ = ex.map_array(_guarded_task, [c for c, _ in tasks], [s for _, s in tasks], extras)
+        jobs_ = ex.map_array(_guarded_task, [c for c, _, _ in tasks], [s for _, s, _ in tasks], extras,
+                             [t for _, _, t in tasks])
         pending = list(jobs_)
         while pending:
             for job in [j for j in pending if j.done()]:
@@ -116,20 +131,21 @@ def _execute(
             time.sleep(2)
         return
     if jobs <= 1:
-        for (cell, seed), extra in zip(tasks, extras, strict=True):
+        for (cell, seed, twins), extra in zip(tasks, extras, strict=True):
             if skip is None or not skip(cell):
-                yield _guarded_task(cell, seed, extra)
+                yield _guarded_task(cell, seed, extra, twins)
         return
     from joblib import Parallel, delayed
 
     par = Parallel(n_jobs=jobs, return_as="generator_unordered", batch_size=1)
-    yield from par(delayed(_guarded_task)(cell, seed, extra) for (cell, seed), extra in zip(tasks, extras, strict=True))
+    yield from par(delayed(_guarded_task)(cell, seed, extra, twins)
+                   for (cell, seed, twins), extra in zip(tasks, extras, strict=True))
 
 
-def _guarded_task(cell: Cell, seed: int, extra: tuple[str, ...] = ()
-                  ) -> tuple[Cell, int, list[dict[str, Any]] | BaseException]:
+def _guarded_task(cell: Cell, seed: int, extra: tuple[str, ...] = (), companions: tuple[Cell, ...] = ()
+                  ) -> tuple[Cell, int, dict[Cell, list[dict[str, Any]]] | BaseException]:
     try:
-        return cell, seed, run_seed(cell, seed, extra, progress=True)
+        return cell, seed, run_seeds(cell, seed, extra, progress=True, companions=companions)
     except Exception as exc:  # reported by the parent, the sweep goes on
         return cell, seed, exc
 
@@ -145,23 +161,33 @@ def run_tables(
     root: Path | None = None,
     checkpoint_dir: Path | None = None,
     blas_threads: int = 1,
+    shared_fits: bool = True,
 ) -> dict[str, str]:
     """Run every missing seed; write each seed's rows as it finishes. Returns failures by cell.
 
     ``root``: the rows folder (default ``results/rows``; the states' files must lie below it).
     ``checkpoint_dir``: GAGA runs save their path's state there and resume from it
     (:func:`run_only_overrides`); ``blas_threads``: their BLAS threads.
+    ``shared_fits``: a cell's companions (:func:`~spl_bench.runner.cells.companion_cells`: its
+    equal-candidates cell) get their missing seeds from the cell's fits; a seed the cell has and a
+    companion lacks is fitted again for the companion only.
     A cell whose data cannot be loaded (:class:`~spl_bench.errors.DataError`: no local copy and no
     download) fails once; with one job its other seeds are passed over and counted at the end.
+    Cells under :attr:`~spl_bench.runner.cells.Cell.current_rule` are not entered in the folders'
+    index: the tables go on reading their table's rule until the table leaves the step rule.
     """
-    tasks = pending_tasks(states, runs, max_cell_seconds)
+    companions = _companion_states(states, root) if shared_fits else {}
+    tasks = pending_tasks(states, runs, max_cell_seconds, companions)
     by_cell = {st.cell: st for st in states}
-    refresh_index(states, root)
+    for twins in companions.values():
+        by_cell.update({c.cell: c for c in twins})
+    refresh_index(list(by_cell.values()), root)
     failures: dict[str, str] = {}
     no_data: set[Cell] = set()
     t0 = time.perf_counter()
     log(f"{len(tasks)} runs to do in {len({c for c, _ in tasks})} cells, {jobs} job(s)")
-    results = _execute(tasks, jobs, executor, slurm, checkpoint_dir, blas_threads, skip=no_data.__contains__)
+    planned = [(c, s, tuple(t.cell for t in companions.get(c, []) if s not in t.done)) for c, s in tasks]
+    results = _execute(planned, jobs, executor, slurm, checkpoint_dir, blas_threads, skip=no_data.__contains__)
     i = 0
     for i, (cell, seed, result) in enumerate(results, start=1):
         elapsed = time.perf_counter() - t0
@@ -172,16 +198,29 @@ def run_tables(
             if isinstance(result, DataError):
                 no_data.add(cell)
             continue
-        st = by_cell[cell]
-        store_of(st, root).add(result)
-        st.done.add(seed)
-        main = next(r for r in result if not str(r["metric"]).startswith("selection_"))
+        for done_cell, rows in result.items():
+            st = by_cell[done_cell]
+            if seed in st.done:  # fitted again for a companion: the cell's committed rows stay
+                continue
+            store_of(st, root).add(rows)
+            st.done.add(seed)
+        main = next(r for r in result[cell] if not str(r["metric"]).startswith("selection_"))
+        also = "".join(f"; also {c.rows_name}" for c in result if c != cell)
         log(f"[{i}/{len(tasks)}] {cell.label} seed {seed}: {main['metric']} {main['value']:.4f} "
-            f"({main['time_s']:.1f} s fit; {elapsed / 60:.1f} min elapsed)")  # fmt: skip
+            f"({main['time_s']:.1f} s fit; {elapsed / 60:.1f} min elapsed{also})")  # fmt: skip
     if i < len(tasks):
         log(f"{len(tasks) - i} runs passed over: {len(no_data)} cell(s) whose data could not be loaded "
             "(the first failure of each is above)")
     return failures
+
+
+def _companion_states(states: list[CellState], root: Path | None) -> dict[Cell, list[CellState]]:
+    """Each cell's companions (:func:`~spl_bench.runner.cells.companion_cells`) with their seeds done;
+    a companion that is itself one of ``states`` is run as a cell of its own."""
+    own = {st.cell for st in states}
+    twins = {st.cell: [c for c in companion_cells(st.cell) if c not in own] for st in states}
+    known = {st.cell: st for st in cell_states(sorted({c for cs in twins.values() for c in cs}, key=str), root)}
+    return {cell: [known[c] for c in cs] for cell, cs in twins.items() if cs}
 
 
 def log_line(text: str) -> None:

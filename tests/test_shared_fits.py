@@ -1,0 +1,154 @@
+"""One fit, several selections: a cell and its equal-candidates cell written from the same fits.
+
+A GAGA or ACS cell of Tables 2-3 and its equal-candidates cell differ only in the candidates the
+selection is offered (``protocol.candidates``), so the sweep fits once and selects twice
+(:func:`spl_bench.protocol.run_shared`, :func:`spl_bench.runner.cell_run.run_cells`).  The rows so
+written must be the rows each cell gives when run alone; the reference here is each cell run on
+its own, a second computation of the same configuration.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from spl_bench.data.loaders import load_dataset
+from spl_bench.errors import ConfigError
+from spl_bench.methods.acs import ACS
+from spl_bench.methods.gaga import GAGA
+from spl_bench.protocol import NoiseConfig, ProtocolConfig, run_once, run_shared, shares_fit
+from spl_bench.rowstore import read_cell
+from spl_bench.runner import reproduce as rp
+from spl_bench.runner.cell_run import prepare_cell, run_cells
+from spl_bench.runner.cells import Cell, cell_hash, companion_cells, compose_cell, table_cells
+from spl_bench.runner.committed import refresh_index, store_of
+from spl_bench.runner.plan import cell_states
+from spl_bench.table_registry import EQUAL_VARIANT, STEP_CANDIDATE_TABLES
+
+KW = dict(model="lasso", model_params={"alpha": 0.005}, sp="linear", lam_min=0.1, lam_max=5.0)
+#: two computations of one configuration on this machine agree to rounding (the same code, seeds, BLAS thread)
+REL = 1e-12
+
+
+def _same(a, b) -> None:
+    assert a.value == pytest.approx(b.value, rel=REL, abs=1e-15)
+    assert a.selection_score == pytest.approx(b.selection_score, rel=REL, abs=1e-15)
+    assert a.lam == pytest.approx(b.lam, rel=REL)
+    assert a.info["n_candidates"] == b.info["n_candidates"]
+    assert a.info.get("candidate_set") == b.info.get("candidate_set")
+
+
+@pytest.mark.parametrize("make", [lambda: GAGA(**KW), lambda: ACS(lam_step=0.5, **KW)], ids=["gaga", "acs"])
+def test_one_fit_selects_as_each_protocol_alone(make):
+    """Both orders of (own, shared_grid) give, per protocol, the outcome of its own run."""
+    ds = load_dataset("diabetes")
+    noise = NoiseConfig("target_gaussian", 0.3)
+    own, shared = ProtocolConfig(n_runs=1), ProtocolConfig(n_runs=1, candidates="shared_grid")
+    alone = [run_once(ds, make, p, noise, 1) for p in (own, shared)]
+    for order in ((own, shared), (shared, own)):
+        got = run_shared(ds, make, list(order), noise, 1)
+        by = {p.candidates: o for p, o in zip(order, got, strict=True)}
+        _same(by["own"], alone[0])
+        _same(by["shared_grid"], alone[1])
+        assert by["own"].fit_time == by["shared_grid"].fit_time  # one fit, its time on both rows
+    assert alone[1].info["n_candidates"] < alone[0].info["n_candidates"] or make().__class__ is ACS
+
+
+def test_protocols_that_fit_differently_do_not_share_a_fit():
+    a = ProtocolConfig(n_runs=1)
+    assert shares_fit(a, replace(a, candidates="shared_grid", candidate_step=0.25))
+    for other in (replace(a, selection="test"), replace(a, val_size=0.3), replace(a, noise_scope="all")):
+        assert not shares_fit(a, other)
+    ds = load_dataset("diabetes")
+    with pytest.raises(ConfigError, match="may differ only in candidates"):
+        run_shared(ds, lambda: GAGA(**KW), [a, replace(a, selection="test")], NoiseConfig("none", 0.0), 0)
+
+
+def test_companions_are_the_equal_candidates_cells_of_tables_2_and_3():
+    gaga = Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=gaga"))
+    assert companion_cells(gaga) == [replace(gaga, variant=EQUAL_VARIANT)]
+    assert companion_cells(replace(gaga, current_rule=True)) == [replace(gaga, variant=EQUAL_VARIANT,
+                                                                         current_rule=True)]
+    acs = Cell("3", "gaga_table3", ("+table_row=t3_houses_n30", "method=acs"))
+    assert companion_cells(acs) == [replace(acs, variant=EQUAL_VARIANT)]
+    assert companion_cells(Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=mospl"))) == []
+    assert companion_cells(replace(gaga, variant=EQUAL_VARIANT)) == []
+    assert all(companion_cells(c) == [] for c in table_cells("5", ["gaga", "acs"]))
+
+
+def test_a_cell_and_its_companion_compose_to_one_fit_and_their_own_hashes():
+    """Under the table's rule and under the current rule, the equal-candidates cell is its cell plus
+    ``protocol.candidates=shared_grid``: the same fit, another hash."""
+    cell = Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=gaga"))
+    assert cell.table in STEP_CANDIDATE_TABLES
+    hashes = set()
+    for c in (cell, replace(cell, current_rule=True)):
+        (twin,) = companion_cells(c)
+        a, b = compose_cell(c), compose_cell(twin)
+        assert a.method.candidates == b.method.candidates == ("steps" if not c.current_rule else "critical_grid")
+        assert b.protocol.candidates == "shared_grid" and a.protocol.candidates == "own"
+        hashes |= {cell_hash(a), cell_hash(b)}
+    assert len(hashes) == 4
+
+
+def test_run_cells_refuses_cells_that_fit_differently(data_dir):
+    gaga = prepare_cell(compose_cell(Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=gaga"))))
+    acs = prepare_cell(compose_cell(Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=acs"))))
+    with pytest.raises(ConfigError, match="differs .* in method"):
+        run_cells([gaga, acs], 0)
+
+
+def test_the_sweep_writes_a_cells_companion_from_its_fits(tmp_path, data_dir):
+    """Seeds the cell lacks are written to both files from one fit; a seed only the companion lacks is
+    fitted again for it alone, and the cell's own file is left as it was.  Each row equals the row its
+    cell gives run alone.  The current rule's cells stay out of the index."""
+    cell = Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=acs"))
+    (twin,) = companion_cells(cell)
+    states = cell_states([cell], tmp_path)
+    lines: list[str] = []
+    assert rp.run_tables(states, 1, log=lines.append, root=tmp_path) == {}
+    assert any("also gaga_table2@equal_candidates" in line for line in lines)
+    (twin_state,) = cell_states([twin], tmp_path)
+    assert twin_state.done == {0}
+    alone = {r["metric"]: r["value"] for r in rp.run_seed(twin, 0)}
+    written = read_cell(twin_state.file).set_index("metric")["value"]
+    assert set(written.index) == set(alone)
+    for metric, value in alone.items():
+        assert written[metric] == pytest.approx(value, rel=REL)
+    assert json.loads(read_cell(twin_state.file)["info"].iloc[0])["candidate_set"] == "shared_grid"
+    # seed 1: the cell has it (written by hand here), its companion does not
+    own_file = cell_states([cell], tmp_path)[0].file
+    (st,) = cell_states([cell], tmp_path)
+    store_of(st, tmp_path).add(rp.run_seed(cell, 1))
+    before = own_file.read_bytes()
+    (st,) = cell_states([cell], tmp_path)
+    assert rp.pending_tasks([st], 2, None) == []
+    assert rp.pending_tasks([st], 2, None, {cell: cell_states([twin], tmp_path)}) == [(cell, 1)]
+    assert rp.run_tables([st], 2, log=lines.append, root=tmp_path) == {}
+    assert own_file.read_bytes() == before
+    assert cell_states([twin], tmp_path)[0].done == {0, 1}
+    # the current rule: its rows are written, the index keeps the table's rule
+    gaga = Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=gaga"))
+    refresh_index(cell_states([gaga], tmp_path), tmp_path)
+    index = (tmp_path / "gaga_table2" / "index.csv").read_text()
+    old_hash = cell_hash(compose_cell(gaga))
+    now = replace(gaga, current_rule=True)
+    refresh_index(cell_states([now], tmp_path), tmp_path)
+    assert (tmp_path / "gaga_table2" / "index.csv").read_text() == index and old_hash in index
+
+
+def test_a_rerun_without_seeds_is_priced_at_its_table_rule_cells_seconds(tmp_path):
+    """The plan's estimate for a current-rule cell with no seed yet is the step-rule cell's (same paths)."""
+    gaga = Cell("2", "gaga_table2", ("+table_row=t2_houses_n30", "method=gaga"))
+    (ruled,) = cell_states([gaga], tmp_path)
+    rows = [{"experiment": "gaga_table2", "seed": s, "metric": m, "value": 0.5, "time_s": t,
+             "config_hash": ruled.config_hash, "code_version": "0.1.0+unknown"}
+            for s, t in ((0, 100.0), (1, 140.0)) for m in ("gen_error", "selection_gen_error")]
+    store_of(ruled, tmp_path).add(rows)
+    (ruled,) = cell_states([gaga], tmp_path)
+    assert ruled.sec_per_run == pytest.approx(120.0)
+    (rerun,) = cell_states([replace(gaga, current_rule=True)], tmp_path)
+    assert rerun.config_hash != ruled.config_hash and not rerun.done
+    assert rerun.sec_per_run == pytest.approx(120.0) and rerun.seed_times == ruled.seed_times
