@@ -157,3 +157,45 @@ def test_event_log_matches_a_dense_scan(digits_path):
     path, X, y = digits_path
     scanned = scan(path, X, y, n_ages=1200)
     assert mismatches(path, scanned) == []
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "linear"])
+def test_the_margin_places_of_the_moved_rows_are_those_of_the_whole_margin(kernel):
+    """``set_change_note`` places only the moved samples (``_margin_class`` on their rows); the places
+    must be those of the margin ``g = 1 - y (K (a * y) + b)`` of every sample, formed here from the
+    kernel directly, at points with samples exactly on the margin and with ``dg/dlam = 0`` among them."""
+    from sklearn.metrics.pairwise import rbf_kernel
+
+    from spl_bench.gaga.svm.svm_system import FACE_TOL, SVMSystem
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(60, 5))
+    y = np.where(rng.random(60) < 0.5, -1.0, 1.0)
+    sp = get_sp("mixture", **SP_PARAMS)
+    model = get_model("svm", C=C, kernel=kernel, gamma=0.3)
+    system = SVMSystem(model, sp, X, y)
+    K = rbf_kernel(X, X, gamma=0.3) if kernel == "rbf" else X @ X.T
+    for trial in range(20):
+        a, da = rng.uniform(0, C, 60), rng.normal(size=60)
+        b, db = float(rng.normal()), float(rng.normal())
+        lam = float(rng.uniform(*LAM_RANGE))
+        g = 1.0 - y * (K @ (a * y) + b)
+        dg = -y * (K @ (da * y)) - y * db
+        if trial % 2:  # put two samples on the margin, one staying there, within the face tolerance
+            b = b + float(y[0] * g[0])
+            g = 1.0 - y * (K @ (a * y) + b)
+            db = db + float(y[0] * dg[0])
+            dg = -y * (K @ (da * y)) - y * db
+        side = np.where(np.abs(g) <= FACE_TOL, np.where(np.abs(dg) <= FACE_TOL, 0.0, dg), g)
+        want = (2 + sp.partition(C * np.maximum(g, 0.0), lam)).astype(np.int8)
+        want[side < 0] = 0
+        want[side == 0] = 1
+        rows = np.sort(rng.choice(60, size=7, replace=False))
+        rows[0] = 0
+        rows = np.unique(rows)
+        got = system._margin_class((a, b, da, db), lam, rows)
+        # a place differs only where the two margins sit within rounding of a boundary
+        near = np.minimum(np.abs(np.abs(g) - FACE_TOL), np.abs(g))[rows] <= 1e-12
+        assert np.all((got == want[rows]) | near)
+        if trial % 2:
+            assert got[0] == 1
