@@ -53,6 +53,7 @@ def test_one_fit_selects_as_each_protocol_alone(make):
         _same(by["own"], alone[0])
         _same(by["shared_grid"], alone[1])
         assert by["own"].fit_time == by["shared_grid"].fit_time  # one fit, its time on both rows
+        assert by["own"].info["fit_cpu_s"] == by["shared_grid"].info["fit_cpu_s"] > 0
     assert alone[1].info["n_candidates"] < alone[0].info["n_candidates"] or make().__class__ is ACS
 
 
@@ -152,3 +153,13 @@ def test_a_rerun_without_seeds_is_priced_at_its_table_rule_cells_seconds(tmp_pat
     (rerun,) = cell_states([replace(gaga, current_rule=True)], tmp_path)
     assert rerun.config_hash != ruled.config_hash and not rerun.done
     assert rerun.sec_per_run == pytest.approx(120.0) and rerun.seed_times == ruled.seed_times
+
+
+def test_the_plan_prices_a_seed_by_its_cpu_seconds_where_its_row_has_them():
+    import pandas as pd
+
+    from spl_bench.runner.plan import seed_seconds
+
+    seeds = pd.DataFrame({"time_s": [900.0, 50.0, 70.0],
+                          "info": ['{"fit_cpu_s": 60.5, "n_candidates": 40}', '{"n_candidates": 40}', "not json"]})
+    assert list(seed_seconds(seeds)) == [60.5, 50.0, 70.0]  # a paused sweep's 900 s wall: 60.5 CPU-s

@@ -174,10 +174,14 @@ def run_shared(
                               f"got {first} and {other}")
     prep = prepare_run(ds, first, noise, run)
     est = make_estimator()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     est.fit(prep.X_fit, prep.y_fit)
     # an estimator resumed from a checkpoint (GAGA's checkpoint_dir) adds the time spent before it
-    fit_time = time.perf_counter() - t0 + float(getattr(est, "time_before_resume_", 0.0))
+    before = float(getattr(est, "time_before_resume_", 0.0))
+    fit_time = time.perf_counter() - t0 + before
+    # the fit's CPU seconds (this process, all its threads): what the run costs, whatever else the
+    # machine was doing or however long the process was paused; the plan prices cells by it
+    fit_cpu = time.process_time() - c0 + before
     if after_fit is not None:
         after_fit(est, run)
     # the method's own candidates first: the control keeps only some of them
@@ -185,6 +189,7 @@ def run_shared(
     out: dict[int, RunOutcome] = {}
     for i in order:
         out[i] = _select_and_score(ds, est, prep, protocols[i], run, fit_time)
+        out[i].info["fit_cpu_s"] = fit_cpu
     return [out[i] for i in range(len(protocols))]
 
 

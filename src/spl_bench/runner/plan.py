@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,23 @@ class CellState:
     identity: dict[str, Any] | None = None
 
 
+def seed_seconds(seeds: pd.DataFrame) -> pd.Series:
+    """Seconds of each seed's fit (one row per seed): its CPU seconds where the row records them
+    (``info["fit_cpu_s"]``, since 2026-11-29), else its wall-clock ``time_s``, which counts whatever
+    else the machine was doing and any pause of the sweep."""
+    def cpu(info: object) -> float:
+        try:
+            val = json.loads(str(info)).get("fit_cpu_s")
+        except (ValueError, AttributeError):
+            return np.nan
+        return float(val) if val is not None else np.nan
+
+    wall = pd.to_numeric(seeds["time_s"], errors="coerce")
+    if "info" not in seeds:
+        return wall
+    return seeds["info"].map(cpu).astype(float).fillna(wall)
+
+
 def cell_states(cells: list[Cell], root: Path | None = None, retimed_path: Path | None = None) -> list[CellState]:
     """Hash, committed seeds, stale files and measured seconds per run of every cell (committed, and
     re-timed by today's code where :data:`~spl_bench.runner.retiming.RETIMED_FILE` has the cell)."""
@@ -64,7 +82,7 @@ def cell_states(cells: list[Cell], root: Path | None = None, retimed_path: Path 
         frame = read_cell(path)
         done = set(int(s) for s in frame["seed"].unique()) if len(frame) else set()
         seeds = frame.drop_duplicates("seed").set_index("seed") if len(frame) else frame
-        times = seeds["time_s"] if len(frame) else pd.Series(dtype=float)
+        times = seed_seconds(seeds) if len(frame) else pd.Series(dtype=float)
         stale = sorted(p for p in path.parent.glob(f"{cell.cell_id}__*.csv") if p != path)
         rows = current_retimings(again.get((cell.rows_name, cell.cell_id)), times)
         since = None if rows is None or "code_version" not in rows else retimed_at(rows)
