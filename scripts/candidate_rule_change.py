@@ -1,0 +1,53 @@
+"""What GAGA's route-independent candidates moved: each rerun seed beside the step rule's (issue 62).
+
+    python scripts/candidate_rule_change.py                 # Tables 2-3 and their equal-candidates rows
+    python scripts/candidate_rule_change.py --tables 5 6
+
+Pairs every seed a GAGA cell has under both rules (the step rule's committed rows and the rows of
+``reproduce_tables.py --current-rule``), and writes them to ``results/reruns/candidate_rule_pairs.csv``
+with a summary per rows folder in ``results/reruns/candidate_rule.md`` (values moved beyond 1e-8
+relative, the largest move, ages moved, candidates per rule).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from spl_bench.atomic import atomic_write_text
+from spl_bench.errors import SplBenchError
+from spl_bench.paths import repo_root
+from spl_bench.report.markdown import to_markdown
+from spl_bench.runner.cells import table_cells
+from spl_bench.runner.rule_change import MOVED_REL, rule_pairs, rule_summary
+from spl_bench.table_registry import EQUAL_VARIANT, TABLES
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tables", nargs="+", default=["2", "3"], choices=list(TABLES))
+    ap.add_argument("--out", default=str(repo_root() / "results" / "reruns"))
+    args = ap.parse_args()
+    try:
+        cells = [c for t in args.tables for v in ("", EQUAL_VARIANT) for c in table_cells(t, ["gaga"], variant=v)]
+        pairs = rule_pairs(cells)
+    except SplBenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    summary = rule_summary(pairs)
+    from pathlib import Path
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out / "candidate_rule_pairs.csv", pairs.to_csv(index=False))
+    text = ("# GAGA's candidates: step rule against the route-independent rule, seed by seed\n\n"
+            f"Tables {', '.join(args.tables)}; `scripts/candidate_rule_change.py`. A value moved when it differs by "
+            f"more than {MOVED_REL:g} relative; every seed rerun so far is paired with its step-rule row.\n\n"
+            + to_markdown(summary.map(lambda v: f"{v:.3g}" if isinstance(v, float) else v)))
+    atomic_write_text(out / "candidate_rule.md", text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,38 @@
+"""The comparison of GAGA's step-rule rows with their reruns under the current rule (issue 62, step 3)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from spl_bench.runner.cells import Cell
+from spl_bench.runner.committed import store_of
+from spl_bench.runner.plan import cell_states
+from spl_bench.runner.rule_change import rule_pairs, rule_summary
+
+
+def _write(state, root, values: dict[int, tuple[float, float, int]]) -> None:
+    for seed, (value, lam, n) in values.items():
+        base = {"experiment": "gaga_table2", "seed": seed, "lam": lam, "config_hash": state.config_hash,
+                "info": f'{{"n_candidates": {n}}}', "time_s": 1.0}
+        store_of(state, root).add([{**base, "metric": "gen_error", "value": value},
+                                   {**base, "metric": "selection_gen_error", "value": value + 1.0}])
+
+
+def test_seeds_under_both_rules_are_paired_and_the_moves_counted(tmp_path):
+    cell = Cell("2", "gaga_table2", ("+table_row=t2_houses_n30", "method=gaga"))
+    (old,) = cell_states([cell], tmp_path)
+    (new,) = cell_states([replace(cell, current_rule=True)], tmp_path)
+    assert old.config_hash != new.config_hash
+    _write(old, tmp_path, {0: (0.5, 1.0, 3000), 1: (0.25, 2.0, 3100), 2: (0.75, 3.0, 2900)})
+    # seed 0 within rounding, seed 1 moved with its age, seed 2 not rerun, seed 3 only rerun
+    _write(new, tmp_path, {0: (0.5 + 1e-12, 1.0, 1200), 1: (0.2525, 2.5, 1300), 3: (0.1, 1.0, 1250)})
+    pairs = rule_pairs([cell], tmp_path)
+    assert list(pairs["seed"]) == [0, 1] and set(pairs["metric"]) == {"gen_error"}
+    assert list(pairs["value_step"]) == [0.5, 0.25]
+    (row,) = rule_summary(pairs).itertuples(index=False)
+    assert (row.rows, row.cells, row.seeds, row.values_moved, row.ages_moved) == ("gaga_table2", 1, 2, 1, 1)
+    assert row.max_abs_move == pytest.approx(0.0025)
+    assert (row.median_candidates_step, row.median_candidates_current) == (3050.0, 1250.0)
+    assert rule_pairs([replace(cell, current_rule=True)], tmp_path).empty  # reruns are not compared with themselves
