@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 
 from spl_bench.rowstore import read_cell
-from spl_bench.runner.cells import Cell
-from spl_bench.runner.plan import cell_states
+from spl_bench.runner.cells import Cell, cell_hash, compose_cell
+from spl_bench.table_registry import STEP_CANDIDATES
 
 #: a value moved when it differs by more than this, relative to max(1, |value|): more than the rounding
 #: in which two routes of one path differ (issue 62 asks for the same selected values to 1e-8)
@@ -45,24 +45,27 @@ def _n_candidates(info: object) -> float:
         return np.nan
 
 
+def rule_hashes(cell: Cell) -> tuple[str, str]:
+    """The configuration hashes of a GAGA cell under the step rule (:data:`STEP_CANDIDATES`) and under the
+    current rule, whatever its table's rule in the registry today (so the comparison outlives the switch)."""
+    now = replace(cell, current_rule=True)
+    return cell_hash(compose_cell(now, STEP_CANDIDATES)), cell_hash(compose_cell(now))
+
+
 def rule_pairs(cells: list[Cell], root: Path | None = None) -> pd.DataFrame:
     """One row per seed that a GAGA cell has under both rules: the step rule's value and age beside the
-    current rule's (:data:`PAIR_COLUMNS`).  ``cells``: the table-rule cells (not ``current_rule``)."""
-    ruled = [c for c in cells if not c.current_rule]
-    now = cell_states([replace(c, current_rule=True) for c in ruled], root)
-    before = cell_states(ruled, root)
+    current rule's (:data:`PAIR_COLUMNS`)."""
     out = []
-    for old, new in zip(before, now, strict=True):
-        if old.config_hash == new.config_hash:  # the table has left the step rule: nothing to compare
-            continue
-        a, b = _main_rows(old.file), _main_rows(new.file)
+    for cell in dict.fromkeys(replace(c, current_rule=False) for c in cells):
+        step, current = rule_hashes(cell)
+        a, b = _main_rows(cell.rows_file(step, root)), _main_rows(cell.rows_file(current, root))
         if not len(a) or not len(b):
             continue
         for seed in sorted(set(a.index) & set(b.index)):
             ra, rb = a.loc[seed], b.loc[seed]
-            out.append([old.cell.table, old.cell.rows_name, old.cell.cell_id, int(seed), ra["metric"],
-                        float(ra["value"]), float(rb["value"]), float(ra["lam"]), float(rb["lam"]),
-                        _n_candidates(ra["info"]), _n_candidates(rb["info"])])
+            out.append([cell.table, cell.rows_name, cell.cell_id, int(seed), ra["metric"], float(ra["value"]),
+                        float(rb["value"]), float(ra["lam"]), float(rb["lam"]), _n_candidates(ra["info"]),
+                        _n_candidates(rb["info"])])
     return pd.DataFrame(out, columns=PAIR_COLUMNS)
 
 
