@@ -6,12 +6,16 @@
     python scripts/reproduce_tables.py --tables 9 13 op2 op3      # any table of the three papers
     python scripts/reproduce_tables.py --tables 11 --where model.params.C=0.5 model.params.C=1.0
     python scripts/reproduce_tables.py --executor submitit --slurm-partition cpu --jobs 64
+    python scripts/reproduce_tables.py --tables 2 3 --methods gaga --current-rule   # GAGA reruns, new candidates
     python scripts/reproduce_tables.py --report-only              # tables from the committed rows only
     python scripts/reproduce_tables.py --smoke                    # regenerate results/reference/smoke.csv
 
 Per-seed rows go to ``results/rows/<experiment>/`` (commit them: the next run, on any machine,
 skips the seeds already there); tables, figures and ``coverage.csv`` to ``results/tables/``, and one
 page of them all to ``results/index.html``.
+In Tables 2-3 the run of a GAGA or ACS cell also writes its equal-candidates row from the same
+fit (``--no-shared-fits``: not); ``--current-rule`` reruns GAGA cells under the route-independent
+candidates beside the committed step-rule rows (docs/gaga.md, "Routes and candidates").
 Every row file carries a check trailer (row count and SHA-256); a damaged one stops the script
 with one line naming it (``spl-bench verify results/rows`` lists them all).
 """
@@ -26,7 +30,7 @@ from spl_bench.errors import SplBenchError, environment_error
 from spl_bench.runner.cells import table_cells
 from spl_bench.runner.committed import refresh_index
 from spl_bench.runner.plan import cell_states, plan_lines
-from spl_bench.runner.reproduce import log_line, run_tables
+from spl_bench.runner.reproduce import companion_states, log_line, pending_tasks, run_tables
 from spl_bench.table_registry import PROTOCOL_VARIANTS, TABLES
 
 DEFAULT_TABLES = ["2", "3", "5", "6"]
@@ -81,6 +85,12 @@ def main() -> int:
             if args.plan:
                 for line in plan_lines(states, runs, args.jobs):
                     print(line)
+                if not args.no_shared_fits:
+                    twins = companion_states(states)
+                    more = len(pending_tasks(states, runs, None, twins)) - len(pending_tasks(states, runs, None))
+                    if twins:
+                        print(f"shared fits: the runs above also write {sum(len(t) for t in twins.values())} "
+                              f"equal-candidates cells' rows; {more} more fits for seeds only those lack")
                 return 0
             slurm = {"slurm_partition": args.slurm_partition} if args.slurm_partition else None
             ckpt = None if args.checkpoint_dir.lower() == "none" else Path(args.checkpoint_dir)

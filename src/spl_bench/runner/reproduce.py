@@ -176,7 +176,7 @@ def run_tables(
     Cells under :attr:`~spl_bench.runner.cells.Cell.current_rule` are not entered in the folders'
     index: the tables go on reading their table's rule until the table leaves the step rule.
     """
-    companions = _companion_states(states, root) if shared_fits else {}
+    companions = companion_states(states, root) if shared_fits else {}
     tasks = pending_tasks(states, runs, max_cell_seconds, companions)
     by_cell = {st.cell: st for st in states}
     for twins in companions.values():
@@ -214,7 +214,7 @@ def run_tables(
     return failures
 
 
-def _companion_states(states: list[CellState], root: Path | None) -> dict[Cell, list[CellState]]:
+def companion_states(states: list[CellState], root: Path | None = None) -> dict[Cell, list[CellState]]:
     """Each cell's companions (:func:`~spl_bench.runner.cells.companion_cells`) with their seeds done;
     a companion that is itself one of ``states`` is run as a cell of its own."""
     own = {st.cell for st in states}
