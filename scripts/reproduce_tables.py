@@ -31,7 +31,7 @@ from spl_bench.runner.cells import table_cells
 from spl_bench.runner.committed import refresh_index
 from spl_bench.runner.plan import cell_states, plan_lines
 from spl_bench.runner.reproduce import companion_states, log_line, pending_tasks, run_tables
-from spl_bench.table_registry import PROTOCOL_VARIANTS, TABLES
+from spl_bench.table_registry import PROTOCOL_VARIANTS, STEP_CANDIDATE_TABLES, TABLES
 
 DEFAULT_TABLES = ["2", "3", "5", "6"]
 
@@ -85,12 +85,18 @@ def main() -> int:
             if args.plan:
                 for line in plan_lines(states, runs, args.jobs):
                     print(line)
-                if not args.no_shared_fits:
-                    twins = companion_states(states)
+                twins = companion_states(states)
+                whole = args.current_rule and not args.data and not args.where  # every GAGA cell of the tables
+                for table in args.tables if whole else ():
+                    mine = [st for st in states if st.cell.table == table]
+                    mine += [t for st in mine for t in twins.get(st.cell, [])]
+                    if mine and all(set(range(runs)) <= st.done for st in mine) and table in STEP_CANDIDATE_TABLES:
+                        print(f"table {table}: every GAGA cell (and its equal-candidates cell) rerun under the current "
+                              f"rule at {runs} runs; it can leave table_registry.STEP_CANDIDATE_TABLES")
+                if twins and not args.no_shared_fits:
                     more = len(pending_tasks(states, runs, None, twins)) - len(pending_tasks(states, runs, None))
-                    if twins:
-                        print(f"shared fits: the runs above also write {sum(len(t) for t in twins.values())} "
-                              f"equal-candidates cells' rows; {more} more fits for seeds only those lack")
+                    print(f"shared fits: the runs above also write {sum(len(t) for t in twins.values())} "
+                          f"equal-candidates cells' rows; {more} more fits for seeds only those lack")
                 return 0
             slurm = {"slurm_partition": args.slurm_partition} if args.slurm_partition else None
             ckpt = None if args.checkpoint_dir.lower() == "none" else Path(args.checkpoint_dir)
