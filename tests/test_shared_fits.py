@@ -53,7 +53,7 @@ def test_one_fit_selects_as_each_protocol_alone(make):
         _same(by["own"], alone[0])
         _same(by["shared_grid"], alone[1])
         assert by["own"].fit_time == by["shared_grid"].fit_time  # one fit, its time on both rows
-        assert by["own"].info["fit_cpu_s"] == by["shared_grid"].info["fit_cpu_s"] > 0
+        assert by["own"].fit_cpu == by["shared_grid"].fit_cpu > 0
     assert alone[1].info["n_candidates"] < alone[0].info["n_candidates"] or make().__class__ is ACS
 
 
@@ -119,6 +119,7 @@ def test_the_sweep_writes_a_cells_companion_from_its_fits(tmp_path, data_dir):
     for metric, value in alone.items():
         assert written[metric] == pytest.approx(value, rel=REL)
     assert json.loads(read_cell(twin_state.file)["info"].iloc[0])["candidate_set"] == "shared_grid"
+    assert (read_cell(twin_state.file)["cpu_s"].astype(float) > 0).all()  # the fit's CPU seconds, recorded
     # seed 1: the cell has it (written by hand here), its companion does not
     own_file = cell_states([cell], tmp_path)[0].file
     (st,) = cell_states([cell], tmp_path)
@@ -156,10 +157,11 @@ def test_a_rerun_without_seeds_is_priced_at_its_table_rule_cells_seconds(tmp_pat
 
 
 def test_the_plan_prices_a_seed_by_its_cpu_seconds_where_its_row_has_them():
+    import numpy as np
     import pandas as pd
 
     from spl_bench.runner.plan import seed_seconds
 
-    seeds = pd.DataFrame({"time_s": [900.0, 50.0, 70.0],
-                          "info": ['{"fit_cpu_s": 60.5, "n_candidates": 40}', '{"n_candidates": 40}', "not json"]})
+    seeds = pd.DataFrame({"time_s": [900.0, 50.0, 70.0], "cpu_s": [60.5, np.nan, ""]})
     assert list(seed_seconds(seeds)) == [60.5, 50.0, 70.0]  # a paused sweep's 900 s wall: 60.5 CPU-s
+    assert list(seed_seconds(seeds.drop(columns="cpu_s"))) == [900.0, 50.0, 70.0]  # rows made before

@@ -46,10 +46,11 @@ from spl_bench.rowfiles import (
 )
 
 #: Column order of the tidy rows (``candidate``: the selected candidate's parameters, JSON; absent from
-#: the committed rows written before the row store, which dropped it)
+#: the committed rows written before the row store, which dropped it; ``time_s``: the fit's wall-clock
+#: seconds, ``cpu_s``: its CPU seconds, empty in the rows written before 2026-11-29)
 COLUMNS = [
     "experiment", "dataset", "noise", "method", "model", "sp", "selection", "params", "seed",
-    "metric", "value", "lam", "candidate", "time_s", "n_restarts", "n_train", "n_test",
+    "metric", "value", "lam", "candidate", "time_s", "cpu_s", "n_restarts", "n_train", "n_test",
     "n_corrupted", "info", "config_hash", "code_version", "environment", "n_critical_turning", "n_critical_jump",
 ]  # fmt: skip
 #: folders (inside an experiment folder) for damaged files and for rows of replaced configurations

@@ -112,6 +112,8 @@ class RunOutcome:
     n_selection: int
     n_test: int
     n_corrupted: int
+    #: the fit's CPU seconds (this process, all its threads); ``fit_time`` is wall-clock
+    fit_cpu: float = float("nan")
 
 
 def _age_of(candidate: dict[str, Any]) -> float:
@@ -189,7 +191,7 @@ def run_shared(
     out: dict[int, RunOutcome] = {}
     for i in order:
         out[i] = _select_and_score(ds, est, prep, protocols[i], run, fit_time)
-        out[i].info["fit_cpu_s"] = fit_cpu
+        out[i].fit_cpu = fit_cpu
     return [out[i] for i in range(len(protocols))]
 
 

@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -52,19 +51,12 @@ class CellState:
 
 def seed_seconds(seeds: pd.DataFrame) -> pd.Series:
     """Seconds of each seed's fit (one row per seed): its CPU seconds where the row records them
-    (``info["fit_cpu_s"]``, since 2026-11-29), else its wall-clock ``time_s``, which counts whatever
-    else the machine was doing and any pause of the sweep."""
-    def cpu(info: object) -> float:
-        try:
-            val = json.loads(str(info)).get("fit_cpu_s")
-        except (ValueError, AttributeError):
-            return np.nan
-        return float(val) if val is not None else np.nan
-
+    (``cpu_s``, since 2026-11-29), else its wall-clock ``time_s``, which counts whatever else the
+    machine was doing and any pause of the sweep."""
     wall = pd.to_numeric(seeds["time_s"], errors="coerce")
-    if "info" not in seeds:
+    if "cpu_s" not in seeds:
         return wall
-    return seeds["info"].map(cpu).astype(float).fillna(wall)
+    return pd.to_numeric(seeds["cpu_s"], errors="coerce").fillna(wall)
 
 
 def cell_states(cells: list[Cell], root: Path | None = None, retimed_path: Path | None = None) -> list[CellState]:

@@ -174,6 +174,7 @@ def outcome_rows(cfg: DictConfig, ds: Dataset, noise: NoiseConfig, out: RunOutco
         "lam": out.lam,
         "candidate": json.dumps(out.candidate, default=float),
         "time_s": out.fit_time,
+        "cpu_s": out.fit_cpu,
         "n_restarts": restarts,
         "n_train": out.n_train,
         "n_test": out.n_test,
