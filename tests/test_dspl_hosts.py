@@ -94,3 +94,35 @@ def test_every_batch_held_by_a_worker_process_is_aligned():
         held = be.client.run(layout)
         assert sorted(len(v) for v in held.values()) == [4, 4]
         assert all(all(a) for v in held.values() for a in v)
+
+
+def fit_arrays(batches: list, backend: SerialBackend | DaskBackend) -> dict[str, np.ndarray]:
+    """What a DSPL fit gives back, as arrays: the model, every ``w_i``, ``alpha_i``, ``v`` and the history."""
+    res = dspl_solve(batches, backend, lam0=0.1, mu=1.3, max_outer=8, store_v=True)
+    out = {"z": res.z, "W": res.W, "alpha": res.alpha, "v": np.concatenate(res.v)}
+    for name in ("objective", "lagrangian", "rho", "admm_iters", "n_selected"):
+        out[name] = np.array([getattr(r, name) for r in res.history])
+    return out
+
+
+def test_worker_processes_give_the_in_process_numbers_to_the_bit_and_a_new_placement_frees_the_old():
+    # batches sent to worker processes (serialised, received in message buffers, aligned there) must give
+    # what the same hosts give on the arrays themselves (workers in this process), to the bit, on the
+    # first placement and on a second one into the same workers, which must not keep the first's data
+    distributed = pytest.importorskip("dask.distributed")
+    d = make_dspl_regression([3000, 2500, 4001, 3500, 2999], 7, 0.3, rng=6)
+    batches = d.batches()
+
+    def held(dask_worker):  # type: ignore[no-untyped-def]
+        return sum(len(host.batches) for host in dask_worker.state.actors.values())
+
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None)
+    with cluster, DaskBackend(address=cluster.scheduler_address) as be:
+        ref = fit_arrays(batches, be)
+    with DaskBackend(n_workers=2, threads_per_worker=1, processes=True) as be:
+        for _ in range(2):
+            got = fit_arrays(batches, be)
+            assert got.keys() == ref.keys()
+            for name in ref:
+                np.testing.assert_array_equal(got[name], ref[name], err_msg=name)
+            assert sorted(be.client.run(held).values()) == [2, 3]

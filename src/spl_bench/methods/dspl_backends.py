@@ -64,10 +64,11 @@ def _accumulate_gram(G: Array, b: Array, Xc: Array, yc: Array, vc: Array, buf: A
 def _aligned(a: Array) -> Array:
     """``a`` as a C-contiguous float array aligned to 8 bytes: itself when it is one, else a copy.
 
-    A Dask worker receives a batch as views into the frames of the message, and the first batch
-    of a host's message starts at an odd byte offset (behind the pickle header: seen for the first
-    batch of every worker, from 10^5 to 2.5·10^6 rows).  NumPy's matmul does not hand a misaligned
-    operand to BLAS: in a worker ``X_c @ [w_i, z]`` of a 4096 x 50 block took 0.87 ms instead of
+    A Dask worker receives a batch as views into the frames of the message, and the first array
+    buffer of a message is read into the buffer of the message's header, at whatever byte offset
+    the header ends (it was the first batch of every worker, from 10^5 to 2.5·10^6 rows, before
+    :class:`DaskBackend` sent the batch numbers ahead of the batches).  NumPy's matmul does not
+    hand a misaligned operand to BLAS: in a worker ``X_c @ [w_i, z]`` of a 4096 x 50 block took 0.87 ms instead of
     0.03 ms, and a pass of :meth:`BatchHost.objectives` over 500,000 x 50 rows 0.22 s of CPU instead
     of 0.105 s (0.12 s in the client process).  The copy is made once, when the host is built.
     """
@@ -226,6 +227,16 @@ class BatchHost:
                 changed += float(np.abs(new - v[a:a + chunk]).sum())
                 v[a:a + chunk] = new
         return changed
+
+    def free(self) -> None:
+        """Drop the batches and everything made from them (the host is not used again).
+
+        A Dask actor's object lives as long as any handle to it in the client, and handles can
+        sit in reference cycles until the client's garbage collector runs: without this, the
+        next placement's batches could arrive beside the old ones.
+        """
+        self.batches, self.v, self.G, self.b, self.cho = [], [], [], [], []
+        self._ell, self._spare_v, self._ahead, self._gram_current = [], [], None, False
 
     def get_v(self) -> list[Array]:
         """Copies of the current ``v_i`` of every batch here (the host updates its own in place)."""
@@ -402,16 +413,22 @@ class DaskBackend(_HostBackend):
         self._workers = self.worker_addresses()[: len(parts)]
         hosts = []
         for ix, part, w in zip(self.index, parts, self._workers, strict=True):
-            # scatter straight to the worker, then build the actor there from those futures:
-            # the actor holds the very arrays the worker received (no second copy)
+            # scatter straight to the worker, then build the actor there from those futures: the actor
+            # holds the very arrays the worker received (no second copy).  ``direct``: the client sends
+            # the message to the worker itself; through the scheduler, the scheduler's process (the
+            # client's own in a LocalCluster) would read the whole message before passing it on.  With
+            # protocol-5 pickling the client sends the batches' own buffers, one worker's at a time.
+            # The batch numbers go first, as a small array: the first array of a message lands in the
+            # buffer of its header, unaligned (see _aligned), and a batch there would be copied.
             try:
-                data = self.client.scatter(part, workers=[w], hash=False)
+                data = self.client.scatter([np.asarray(ix, dtype=np.int64), *part], workers=[w], hash=False,
+                                           direct=True)
             except OSError as e:
                 raise self._lost(len(hosts), f"{type(e).__name__} while sending its batches") from None
-            fut = self.client.submit(BatchHost, ix, *data, actor=True, workers=[w], pure=False)
+            fut = self.client.submit(BatchHost, *data, actor=True, workers=[w], pure=False)
             self._actors.append(fut)
             hosts.append(self._wait(len(hosts), fut))
-            del data
+            del data  # the actor holds the arrays; the scattered keys can go
         return hosts
 
     #: host methods of microseconds (two triangular solves per batch) that the worker runs on its event
@@ -473,8 +490,35 @@ class DaskBackend(_HostBackend):
             f"{batches} was lost ({why}); their v, Gram matrices and factors went with it, rerun the fit")
 
     def release(self) -> None:
+        """Free the placed batches on their workers, then cancel the hosts' actors.
+
+        Each host on a worker still in the cluster drops its data (:meth:`BatchHost.free`) and the
+        call is waited for, so the memory is free before anything new is sent; a host whose worker
+        is gone took its data with it.  Cancelling the actors' tasks forgets them on the scheduler
+        and the workers even while handles to them are still alive in this process.
+        """
+        try:
+            self._free_hosts()
+        except (OSError, RuntimeError, KeyError):
+            # the scheduler or an actor is gone (the cluster closed first, a worker lost; a client cut off
+            # from its scheduler reports no "workers"): what is gone holds nothing to free
+            pass
         self._actors, self._workers = [], []
         super().release()
+
+    def _free_hosts(self) -> None:
+        """:meth:`BatchHost.free` on every host whose worker is alive (waited for), then cancel the actors."""
+        if self.client.status != "running":  # lost the scheduler: the cluster is going or gone
+            return
+        if self.hosts:
+            pending = [(j, self._start(h, "free", (), {})) for j, h in enumerate(self.hosts) if self._host_alive(j)]
+            for j, fut in pending:
+                try:
+                    self._wait(j, fut)
+                except (WorkerLostError, OSError):
+                    pass  # lost since: nothing of it is left to free
+        if self._actors:
+            self.client.cancel(self._actors)
 
     def close(self) -> None:
         self.release()
