@@ -87,7 +87,7 @@ bench-full: install          ## the full-size benchmarks (hours on 2 cores)
 	$(BIN)/python scripts/bench_outlier_path.py
 	$(BIN)/python scripts/bench_dspl.py --suite
 
-bench-dspl: install          ## DSPL scaling: n=10^6 and 10^7 (p=50), weak scaling, the machine's ceiling and the efficiency; ~10 GB
+bench-dspl: install          ## DSPL scaling: n=10^6 and 10^7 (p=50), weak scaling, the machine's ceiling and the efficiency; ~9 GB
 	$(BIN)/python scripts/bench_dspl.py --suite
 
 clean:
