@@ -147,38 +147,36 @@ def test_step_rule_keeps_the_old_candidates_and_an_unknown_rule_is_refused():
 
 
 def test_the_route_is_not_part_of_the_hash_and_the_committed_step_rule_cells_keep_theirs():
-    """Under ``critical_grid`` two routes are one configuration; a table cell still on the step rule
-    (``STEP_CANDIDATE_TABLES``) composes to the hash its committed rows were written under."""
+    """Under ``critical_grid`` two routes are one configuration.  The step rule (``STEP_CANDIDATES``)
+    composes to the hash its committed rows were written under, and a table's cells (and their
+    equal-candidates cells) read that rule while the table is in ``STEP_CANDIDATE_TABLES``, the
+    current one once it has left: the folders' index points at the hash of the table's rule."""
+    from dataclasses import replace
+
     import pandas as pd
 
     from spl_bench.paths import rows_root
     from spl_bench.runner.cells import Cell, cell_hash, compose_cell
     from spl_bench.runner.run_config import identity
-    from spl_bench.table_registry import STEP_CANDIDATE_TABLES
+    from spl_bench.table_registry import STEP_CANDIDATE_TABLES, STEP_CANDIDATES
 
-    cell = Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=gaga"))
-    # the same row composed outside the table registry: the default rule
-    default = compose_cell(Cell("-", "gaga_table2", ("+table_row=t2_music_n30", "method=gaga")))
-    assert cell.table in STEP_CANDIDATE_TABLES
-    step_rule = compose_cell(cell)
-    assert step_rule.method.candidates == "steps" and step_rule.method.ode_method == "auto"
-    ident = identity(step_rule)["method"]
-    assert "candidates" not in ident and ident["ode_method"] == "auto"
-    index = pd.read_csv(rows_root() / "gaga_table2" / "index.csv")
-    committed = index.loc[index["cell"] == cell.cell_id, "config_hash"].iloc[0]
-    assert cell_hash(step_rule) == committed
-    # the default: candidates kept, route left out (two routes, one hash)
-    ident = identity(default)["method"]
-    assert ident["candidates"] == "critical_grid" and "ode_method" not in ident
-    other = compose_cell(Cell("-", "gaga_table2", ("+table_row=t2_music_n30", "method=gaga",
-                                                   "method.ode_method=PC")))
-    assert cell_hash(other) == cell_hash(default) != committed
-    # an equal-candidates cell follows its table's rule (its rows come from the same fits): on the step
-    # rule while the table is, at the hash of its committed rows; out of the registry, the default rule
-    eq_cell = Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=gaga"), "equal_candidates")
-    eq = compose_cell(eq_cell)
-    assert eq.method.candidates == "steps" and eq.protocol.candidates == "shared_grid"
-    eq_index = pd.read_csv(rows_root() / "gaga_table2@equal_candidates" / "index.csv")
-    assert cell_hash(eq) == eq_index.loc[eq_index["cell"] == eq_cell.cell_id, "config_hash"].iloc[0]
-    free = compose_cell(Cell("-", "gaga_table2", ("+table_row=t2_music_n30", "method=gaga"), "equal_candidates"))
-    assert free.method.candidates == "critical_grid" and free.protocol.candidates == "shared_grid"
+    for variant in ("", "equal_candidates"):
+        cell = Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=gaga"), variant)
+        now = replace(cell, current_rule=True)
+        step_rule, current = compose_cell(now, STEP_CANDIDATES), compose_cell(now)
+        assert step_rule.method.candidates == "steps" and step_rule.method.ode_method == "auto"
+        ident = identity(step_rule)["method"]
+        assert "candidates" not in ident and ident["ode_method"] == "auto"
+        assert cell.rows_file(cell_hash(step_rule)).is_file()  # the step rule's committed rows
+        assert (step_rule.protocol.candidates == "shared_grid") == bool(variant) == (current.protocol.candidates
+                                                                                      == "shared_grid")
+        # the default: candidates kept, route left out (two routes, one hash)
+        ident = identity(current)["method"]
+        assert ident["candidates"] == "critical_grid" and "ode_method" not in ident
+        other = compose_cell(replace(now, overrides=(*now.overrides, "method.ode_method=PC")))
+        assert cell_hash(other) == cell_hash(current) != cell_hash(step_rule)
+        # the table's rule, and the index the tables read
+        want = step_rule if cell.table in STEP_CANDIDATE_TABLES else current
+        assert cell_hash(compose_cell(cell)) == cell_hash(want)
+        index = pd.read_csv(rows_root() / cell.rows_name / "index.csv")
+        assert index.loc[index["cell"] == cell.cell_id, "config_hash"].iloc[0] == cell_hash(want)
