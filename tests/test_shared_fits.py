@@ -141,8 +141,11 @@ def test_the_sweep_writes_a_cells_companion_from_its_fits(tmp_path, data_dir):
     assert (tmp_path / "gaga_table2" / "index.csv").read_text() == index and old_hash in index
 
 
-def test_a_rerun_without_seeds_is_priced_at_its_table_rule_cells_seconds(tmp_path):
+def test_a_rerun_without_seeds_is_priced_at_its_table_rule_cells_seconds(tmp_path, monkeypatch):
     """The plan's estimate for a current-rule cell with no seed yet is the step-rule cell's (same paths)."""
+    from spl_bench.runner import cells
+
+    monkeypatch.setattr(cells, "STEP_CANDIDATE_TABLES", frozenset({"2"}))  # Table 2 on the step rule here
     gaga = Cell("2", "gaga_table2", ("+table_row=t2_houses_n30", "method=gaga"))
     (ruled,) = cell_states([gaga], tmp_path)
     rows = [{"experiment": "gaga_table2", "seed": s, "metric": m, "value": 0.5, "time_s": t,
