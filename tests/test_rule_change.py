@@ -20,7 +20,10 @@ def _write(state, root, values: dict[int, tuple[float, float, int]]) -> None:
                                    {**base, "metric": "selection_gen_error", "value": value + 1.0}])
 
 
-def test_seeds_under_both_rules_are_paired_and_the_moves_counted(tmp_path):
+def test_seeds_under_both_rules_are_paired_and_the_moves_counted(tmp_path, monkeypatch):
+    from spl_bench.runner import cells
+
+    monkeypatch.setattr(cells, "STEP_CANDIDATE_TABLES", frozenset({"2"}))  # Table 2 on the step rule here
     cell = Cell("2", "gaga_table2", ("+table_row=t2_houses_n30", "method=gaga"))
     (old,) = cell_states([cell], tmp_path)
     (new,) = cell_states([replace(cell, current_rule=True)], tmp_path)
