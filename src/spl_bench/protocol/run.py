@@ -182,7 +182,8 @@ def run_shared(
     before = float(getattr(est, "time_before_resume_", 0.0))
     fit_time = time.perf_counter() - t0 + before
     # the fit's CPU seconds (this process, all its threads): what the run costs, whatever else the
-    # machine was doing or however long the process was paused; the plan prices cells by it
+    # machine was doing or however long the process was paused; the plan prices cells by it.  A fit
+    # resumed from a checkpoint adds the earlier part's wall-clock seconds (its CPU time was not kept)
     fit_cpu = time.process_time() - c0 + before
     if after_fit is not None:
         after_fit(est, run)
