@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from spl_bench.atomic import atomic_write_text
 from spl_bench.errors import SplBenchError
@@ -35,8 +36,6 @@ def main() -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     summary = rule_summary(pairs)
-    from pathlib import Path
-
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "candidate_rule_pairs.csv", pairs.to_csv(index=False))
