@@ -31,7 +31,7 @@ from spl_bench.runner.cells import table_cells
 from spl_bench.runner.committed import refresh_index
 from spl_bench.runner.plan import cell_states, plan_lines
 from spl_bench.runner.reproduce import companion_states, log_line, pending_tasks, run_tables
-from spl_bench.table_registry import PROTOCOL_VARIANTS, STEP_CANDIDATE_TABLES, TABLES
+from spl_bench.table_registry import PROTOCOL_VARIANTS, STEP_CANDIDATE_TABLES, TABLES, step_rule_key
 
 DEFAULT_TABLES = ["2", "3", "5", "6"]
 
@@ -90,9 +90,10 @@ def main() -> int:
                 for table in args.tables if whole else ():
                     mine = [st for st in states if st.cell.table == table]
                     mine += [t for st in mine for t in twins.get(st.cell, [])]
-                    if mine and all(set(range(runs)) <= st.done for st in mine) and table in STEP_CANDIDATE_TABLES:
-                        print(f"table {table}: every GAGA cell (and its equal-candidates cell) rerun under the current "
-                              f"rule at {runs} runs; it can leave table_registry.STEP_CANDIDATE_TABLES")
+                    key = step_rule_key(table, args.variant)  # a variant's cells leave the step rule on their own
+                    if mine and all(set(range(runs)) <= st.done for st in mine) and key in STEP_CANDIDATE_TABLES:
+                        print(f"table {key}: every GAGA cell (and its equal-candidates cell) rerun under the current "
+                              f"rule at {runs} runs; {key!r} can leave table_registry.STEP_CANDIDATE_TABLES")
                 if twins and not args.no_shared_fits:
                     more = len(pending_tasks(states, runs, None, twins)) - len(pending_tasks(states, runs, None))
                     print(f"shared fits: the runs above also write {sum(len(t) for t in twins.values())} "

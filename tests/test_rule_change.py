@@ -43,3 +43,19 @@ def test_seeds_under_both_rules_are_paired_and_the_moves_counted(tmp_path, monke
     from spl_bench.runner.rule_change import rule_hashes
 
     assert rule_hashes(cell) == (old.config_hash, new.config_hash)
+
+
+@pytest.mark.parametrize("on_step_rule", [{"2"}, {"2@authors_protocol"}, set()])
+def test_a_variants_gaga_cells_leave_the_step_rule_under_their_own_key(monkeypatch, on_step_rule):
+    """A table's own GAGA cells and its equal-candidates cells (rows of the same fits) follow the key
+    ``"2"``; the cells of another protocol variant follow ``"2@<variant>"``, rerun by a sweep of their own."""
+    from spl_bench.runner import cells
+    from spl_bench.runner.cells import compose_cell
+
+    monkeypatch.setattr(cells, "STEP_CANDIDATE_TABLES", frozenset(on_step_rule))
+    overrides = ("+table_row=t2_music_n30", "method=gaga")
+    rule = {v: compose_cell(Cell("2", "gaga_table2", overrides, v)).method.candidates
+            for v in ("", "equal_candidates", "authors_protocol")}
+    table, variant = ("steps" if "2" in on_step_rule else "critical_grid",
+                      "steps" if "2@authors_protocol" in on_step_rule else "critical_grid")
+    assert rule == {"": table, "equal_candidates": table, "authors_protocol": variant}

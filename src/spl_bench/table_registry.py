@@ -100,10 +100,24 @@ REPORTED_VARIANTS = ("authors", "authors_protocol", "equal_candidates")
 #: hold the MSE the candidates were selected by, and the report takes the square root run by run
 RMSE_VARIANTS = ("authors_protocol",)
 
-#: tables whose committed GAGA rows were made under the step-point candidates and the RK45 route
-#: (the rule before 2026-11-29, STEP_CANDIDATES below); a table leaves this set once every GAGA cell
-#: of it has been rerun under the route-independent candidates (issue 62; docs/gaga.md, "Routes and candidates")
-STEP_CANDIDATE_TABLES = frozenset(TABLES)
+#: the cells whose committed GAGA rows were made under the step-point candidates and the RK45 route (the
+#: rule before 2026-11-29, STEP_CANDIDATES below), keyed by :func:`step_rule_key`: ``"<table>"`` for a
+#: table's own cells (its equal-candidates cells follow them: their rows come from the same fits) and
+#: ``"<table>@<variant>"`` for the cells of another protocol variant, whose reruns are separate sweeps.
+#: A key leaves this set once every GAGA cell under it has been rerun under the route-independent
+#: candidates (issue 62; docs/gaga.md, "Routes and candidates").
+STEP_CANDIDATE_TABLES = frozenset(
+    {*TABLES, *(f"{t}@{v}" for t in TABLES for v in PROTOCOL_VARIANTS if v != EQUAL_VARIANT)}
+)
+
+
+def step_rule_key(table: str | None, variant: str = "") -> str:
+    """The key of :data:`STEP_CANDIDATE_TABLES` that decides the candidate rule of a GAGA cell of
+    ``table`` under protocol ``variant``: the table itself for its own and its equal-candidates cells,
+    ``"<table>@<variant>"`` for another variant's."""
+    return str(table) if variant in ("", EQUAL_VARIANT) else f"{table}@{variant}"
+
+
 #: the overrides that give a GAGA cell the rule its committed rows were made under; a table's
 #: equal-candidates cells follow its own cells (their rows come from the same fits, the shared ages by
 #: the dense output), so they keep these overrides while the table is in STEP_CANDIDATE_TABLES

@@ -34,6 +34,7 @@ from spl_bench.table_registry import (
     STEP_CANDIDATE_TABLES,
     STEP_CANDIDATES,
     TABLES,
+    step_rule_key,
 )
 
 
@@ -138,7 +139,7 @@ def table_overrides(table: str | None, method: str, task: str, data: str, varian
     if variant:
         spec = PROTOCOL_VARIANTS[variant]
         more += [*spec[task], *spec.get(f"data={data}", ())]
-    if method == "gaga" and table in STEP_CANDIDATE_TABLES and not current_rule:
+    if method == "gaga" and step_rule_key(table, variant) in STEP_CANDIDATE_TABLES and not current_rule:
         more += STEP_CANDIDATES
     return more
 
