@@ -20,7 +20,7 @@ from spl_bench.errors import SplBenchError
 from spl_bench.paths import repo_root
 from spl_bench.report.markdown import to_markdown
 from spl_bench.runner.cells import table_cells
-from spl_bench.runner.rule_change import MOVED_REL, rule_pairs, rule_summary
+from spl_bench.runner.rule_change import MOVED_REL, moved_values, rule_pairs, rule_summary
 from spl_bench.table_registry import EQUAL_VARIANT, TABLES
 
 
@@ -39,10 +39,18 @@ def main() -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "candidate_rule_pairs.csv", pairs.to_csv(index=False))
+    moved = moved_values(pairs)
     text = ("# GAGA's candidates: step rule against the route-independent rule, seed by seed\n\n"
             f"Tables {', '.join(args.tables)}; `scripts/candidate_rule_change.py`. A value moved when it differs by "
-            f"more than {MOVED_REL:g} relative; every seed rerun so far is paired with its step-rule row.\n\n"
-            + to_markdown(summary.map(lambda v: f"{v:.3g}" if isinstance(v, float) else v)))
+            f"more than {MOVED_REL:g} relative; every seed rerun so far is paired with its step-rule row. "
+            "`paths_changed`: seeds whose path has another number of critical points in the two rows (the "
+            "step rule's row was made by older code, and the path changed since; the candidate rule does not "
+            "change a path); `values_moved_same_path`: the moved values among the other seeds, those the "
+            "candidate rule moved.\n\n"
+            + to_markdown(summary.map(lambda v: f"{v:.3g}" if isinstance(v, float) else v))
+            + "\n\n## The moved values\n\n"
+            + (to_markdown(moved.map(lambda v: f"{v:.6g}" if isinstance(v, float) else v)) if len(moved)
+               else "None.\n"))
     atomic_write_text(out / "candidate_rule.md", text)
     print(text)
     return 0

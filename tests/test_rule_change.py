@@ -9,7 +9,7 @@ import pytest
 from spl_bench.runner.cells import Cell
 from spl_bench.runner.committed import store_of
 from spl_bench.runner.plan import cell_states
-from spl_bench.runner.rule_change import rule_pairs, rule_summary
+from spl_bench.runner.rule_change import moved_values, rule_pairs, rule_summary
 
 
 def _write(state, root, values: dict[int, tuple[float, float, int]]) -> None:
@@ -59,3 +59,25 @@ def test_a_variants_gaga_cells_leave_the_step_rule_under_their_own_key(monkeypat
     table, variant = ("steps" if "2" in on_step_rule else "critical_grid",
                       "steps" if "2@authors_protocol" in on_step_rule else "critical_grid")
     assert rule == {"": table, "equal_candidates": table, "authors_protocol": variant}
+
+
+def test_a_seed_whose_path_changed_is_told_apart_from_a_candidate_move(tmp_path, monkeypatch):
+    """A moved value on a path with another number of critical points was moved by the code since the
+    step rule's row (the path), not by the candidates; one on the same path by the candidates."""
+    from spl_bench.runner import cells
+
+    monkeypatch.setattr(cells, "STEP_CANDIDATE_TABLES", frozenset({"2"}))
+    cell = Cell("2", "gaga_table2", ("+table_row=t2_houses_n30", "method=gaga"))
+    (old,) = cell_states([cell], tmp_path)
+    (new,) = cell_states([replace(cell, current_rule=True)], tmp_path)
+    for state, counts in ((old, {0: 500, 1: 600, 2: 700}), (new, {0: 500, 1: 1200, 2: 700})):
+        rows = [{"experiment": "gaga_table2", "seed": s, "lam": 1.0, "config_hash": state.config_hash,
+                 "info": '{"n_candidates": 3000}', "time_s": 1.0, "metric": "gen_error", "n_critical_turning": n,
+                 "n_critical_jump": 1, "value": 0.5 + (0.1 if state is new and s in (1, 2) else 0.0)}
+                for s, n in counts.items()]
+        store_of(state, tmp_path).add(rows)
+    pairs = rule_pairs([cell], tmp_path)
+    assert list(pairs["n_critical_step"]) == [501, 601, 701] and list(pairs["n_critical_current"]) == [501, 1201, 701]
+    (row,) = rule_summary(pairs).itertuples(index=False)
+    assert (row.values_moved, row.paths_changed, row.values_moved_same_path) == (2, 1, 1)
+    assert list(moved_values(pairs)["seed"]) == [1, 2]

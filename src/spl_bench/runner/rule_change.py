@@ -27,7 +27,8 @@ from spl_bench.table_registry import STEP_CANDIDATES
 MOVED_REL = 1e-8
 
 PAIR_COLUMNS = ["table", "rows", "cell", "seed", "metric", "value_step", "value_current", "lam_step",
-                "lam_current", "n_candidates_step", "n_candidates_current"]
+                "lam_current", "n_candidates_step", "n_candidates_current", "n_critical_step", "n_critical_current",
+                "code_step"]
 
 
 def _main_rows(path: Path) -> pd.DataFrame:
@@ -38,11 +39,27 @@ def _main_rows(path: Path) -> pd.DataFrame:
     return frame.drop_duplicates("seed").set_index("seed")
 
 
-def _n_candidates(info: object) -> float:
+def _info(info: object) -> dict:
     try:
-        return float(json.loads(str(info)).get("n_candidates", np.nan))
-    except (ValueError, AttributeError):
-        return np.nan
+        out = json.loads(str(info))
+    except ValueError:
+        return {}
+    return out if isinstance(out, dict) else {}
+
+
+def _n_candidates(info: object) -> float:
+    return float(_info(info).get("n_candidates", np.nan))
+
+
+def _n_critical(row: pd.Series) -> float:
+    """The path's critical points (turning points and jumps) as the row records them (its columns, else
+    its info); NaN if it does not."""
+    i = _info(row.get("info"))
+    parts = []
+    for key in ("n_critical_turning", "n_critical_jump"):
+        v = row.get(key)
+        parts.append(float(v) if v is not None and pd.notna(v) else float(i.get(key, np.nan)))
+    return np.nan if all(np.isnan(parts)) else float(np.nansum(parts))
 
 
 def rule_hashes(cell: Cell) -> tuple[str, str]:
@@ -65,25 +82,50 @@ def rule_pairs(cells: list[Cell], root: Path | None = None) -> pd.DataFrame:
             ra, rb = a.loc[seed], b.loc[seed]
             out.append([cell.table, cell.rows_name, cell.cell_id, int(seed), ra["metric"], float(ra["value"]),
                         float(rb["value"]), float(ra["lam"]), float(rb["lam"]), _n_candidates(ra["info"]),
-                        _n_candidates(rb["info"])])
+                        _n_candidates(rb["info"]), _n_critical(ra), _n_critical(rb),
+                        str(ra.get("code_version", ""))])
     return pd.DataFrame(out, columns=PAIR_COLUMNS)
+
+
+def _flags(pairs: pd.DataFrame) -> pd.DataFrame:
+    p = pairs.assign(d=(pairs["value_current"] - pairs["value_step"]).abs())
+    p["moved"] = p["d"] > MOVED_REL * np.maximum(1.0, p["value_step"].abs())
+    p["age_moved"] = (p["lam_current"] - p["lam_step"]).abs() > MOVED_REL * np.maximum(1.0, p["lam_step"].abs())
+    known = p["n_critical_step"].notna() & p["n_critical_current"].notna()
+    p["path_changed"] = known & (p["n_critical_step"] != p["n_critical_current"])
+    return p
+
+
+def moved_values(pairs: pd.DataFrame) -> pd.DataFrame:
+    """The pairs whose value moved (:data:`MOVED_REL`), with their ages, critical points under each row and
+    the code of the step rule's row."""
+    cols = ["rows", "cell", "seed", "metric", "value_step", "value_current", "lam_step", "lam_current",
+            "n_critical_step", "n_critical_current", "code_step"]
+    if not len(pairs):
+        return pd.DataFrame(columns=cols)
+    p = _flags(pairs)
+    return p.loc[p["moved"], cols].reset_index(drop=True)
 
 
 def rule_summary(pairs: pd.DataFrame) -> pd.DataFrame:
     """Per rows folder (a table, or its equal-candidates variant): cells and seeds compared, the values
     that moved (:data:`MOVED_REL`), the largest and median move among them, the ages that moved, and
-    the median number of candidates under each rule."""
+    the median number of candidates under each rule.
+
+    ``paths_changed`` counts the seeds whose path has another number of critical points under the two
+    rows: the step rule's row was made by older code (``code_step``), and the path itself changed
+    since (a candidate rule does not change the path).  ``values_moved_same_path`` counts the moved
+    values among the other seeds: those are what the candidate rule moved."""
     cols = ["rows", "cells", "seeds", "values_moved", "max_abs_move", "median_abs_move", "ages_moved",
-            "median_candidates_step", "median_candidates_current"]
+            "paths_changed", "values_moved_same_path", "median_candidates_step", "median_candidates_current"]
     if not len(pairs):
         return pd.DataFrame(columns=cols)
-    p = pairs.assign(d=(pairs["value_current"] - pairs["value_step"]).abs())
-    p["moved"] = p["d"] > MOVED_REL * np.maximum(1.0, p["value_step"].abs())
-    p["age_moved"] = (p["lam_current"] - p["lam_step"]).abs() > MOVED_REL * np.maximum(1.0, p["lam_step"].abs())
+    p = _flags(pairs)
     rows = []
     for name, g in p.groupby("rows", sort=True):
         moved = g.loc[g["moved"], "d"]
         rows.append([name, g["cell"].nunique(), len(g), int(g["moved"].sum()), float(g["d"].max()),
                      float(moved.median()) if len(moved) else 0.0, int(g["age_moved"].sum()),
+                     int(g["path_changed"].sum()), int((g["moved"] & ~g["path_changed"]).sum()),
                      float(g["n_candidates_step"].median()), float(g["n_candidates_current"].median())])
     return pd.DataFrame(rows, columns=cols)
