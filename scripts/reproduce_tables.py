@@ -28,9 +28,8 @@ from pathlib import Path
 
 from spl_bench.errors import SplBenchError, environment_error
 from spl_bench.runner.cells import table_cells
-from spl_bench.runner.committed import refresh_index
 from spl_bench.runner.plan import cell_states, plan_lines
-from spl_bench.runner.reproduce import companion_states, log_line, pending_tasks, run_tables
+from spl_bench.runner.reproduce import companion_states, log_line, pending_tasks, refresh_indexes, run_tables
 from spl_bench.table_registry import PROTOCOL_VARIANTS, STEP_CANDIDATE_TABLES, TABLES, step_rule_key
 
 DEFAULT_TABLES = ["2", "3", "5", "6"]
@@ -77,8 +76,9 @@ def main() -> int:
         cells = [c for t in args.tables
                  for c in table_cells(t, args.methods, args.data, args.variant, args.where, args.current_rule)]
         if args.report_only:
-            # the index follows the configs: rows written by several machines / worktrees merge here
-            refresh_index(cell_states(cells))
+            # the index follows the configs: rows written by several machines / worktrees merge here; a cell's
+            # equal-candidates rows come from its fits and follow its candidate rule, so their index too
+            refresh_indexes(cell_states(cells))
         else:
             states = cell_states(cells)
             runs = args.runs

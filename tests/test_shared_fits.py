@@ -168,3 +168,21 @@ def test_the_plan_prices_a_seed_by_its_cpu_seconds_where_its_row_has_them():
     seeds = pd.DataFrame({"time_s": [900.0, 50.0, 70.0], "cpu_s": [60.5, np.nan, ""]})
     assert list(seed_seconds(seeds)) == [60.5, 50.0, 70.0]  # a paused sweep's 900 s wall: 60.5 CPU-s
     assert list(seed_seconds(seeds.drop(columns="cpu_s"))) == [900.0, 50.0, 70.0]  # rows made before
+
+
+def test_the_report_moves_a_cells_equal_candidates_index_with_it(tmp_path, monkeypatch):
+    """When a table leaves the step rule, ``--report-only`` (``refresh_indexes``) points the cell's index
+    entry and its equal-candidates cell's at the current rule's hashes together."""
+    from spl_bench.rowstore import read_row_index
+    from spl_bench.runner import cells
+    from spl_bench.runner.reproduce import refresh_indexes
+
+    gaga = Cell("2", "gaga_table2", ("+table_row=t2_houses_n30", "method=gaga"))
+    for on_step_rule in ({"2"}, set()):
+        monkeypatch.setattr(cells, "STEP_CANDIDATE_TABLES", frozenset(on_step_rule))
+        refresh_indexes(cell_states([gaga], tmp_path), tmp_path)
+        for cell in (gaga, *companion_cells(gaga)):
+            index = read_row_index(tmp_path / cell.rows_name / "index.csv")
+            assert list(index["config_hash"]) == [cell_hash(compose_cell(cell))]
+    twin = replace(gaga, variant="equal_candidates", current_rule=True)
+    assert list(index["config_hash"]) == [cell_hash(compose_cell(twin))]  # the current rule's, after the switch

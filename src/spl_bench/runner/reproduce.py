@@ -223,6 +223,13 @@ def companion_states(states: list[CellState], root: Path | None = None) -> dict[
     return {cell: [known[c] for c in cs] for cell, cs in twins.items() if cs}
 
 
+def refresh_indexes(states: list[CellState], root: Path | None = None) -> None:
+    """Point the index entries of ``states`` and of their companions (:func:`companion_states`) at their
+    current hashes: a cell's equal-candidates rows come from its fits and follow its candidate rule,
+    so a table leaving the step rule moves both (``reproduce_tables.py --report-only``)."""
+    refresh_index(states + [t for ts in companion_states(states, root).values() for t in ts], root)
+
+
 def log_line(text: str) -> None:
     """Print a progress line at once, also when output goes to a file."""
     sys.stdout.write(text + "\n")
