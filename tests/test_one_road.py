@@ -57,16 +57,24 @@ def _hydra_cfg(overrides: list[str]):
         return compose("config", overrides=overrides)
 
 
-def test_a_gaga_table_cell_run_by_hand_is_the_committed_configuration():
-    """``spl-bench run experiment=gaga_table2 ... method=gaga`` gets the candidate rule of the committed rows."""
+@pytest.mark.parametrize("on_step_rule", [None, frozenset({"2"}), frozenset()])
+def test_a_gaga_table_cell_run_by_hand_is_the_committed_configuration(monkeypatch, on_step_rule):
+    """``spl-bench run experiment=gaga_table2 ... method=gaga`` gets the candidate rule of the committed rows:
+    the step rule's overrides while Table 2 is on it, none after (None: the registry as it is)."""
+    from spl_bench.runner import cells
+
+    if on_step_rule is not None:
+        monkeypatch.setattr(cells, "STEP_CANDIDATE_TABLES", on_step_rule)
     given = ["+table_row=t2_music_n30", "method=gaga"]
     cfg = _hydra_cfg(["experiment=gaga_table2", *given])
     applied = apply_table_rules(cfg, "gaga_table2", given)
     sweep = compose_cell(Cell("2", "gaga_table2", tuple(given)))
     assert config_hash(identity(cfg)) == cell_hash(sweep)
-    assert applied and str(cfg.method.candidates) == str(sweep.method.candidates)
+    assert bool(applied) == ("2" in cells.STEP_CANDIDATE_TABLES)
+    assert str(cfg.method.candidates) == str(sweep.method.candidates)
+    assert str(cfg.method.candidates) == ("steps" if applied else "critical_grid")
     index = rows_root() / "gaga_table2" / "index.csv"
-    if index.is_file():  # the committed rows' hash: an independent record of what the sweep composed
+    if on_step_rule is None and index.is_file():  # the committed rows' hash: an independent record of the sweep's
         committed = read_row_index(index).set_index("cell").loc["table_row=t2_music_n30,method=gaga", "config_hash"]
         assert config_hash(identity(cfg)) == committed
     # a key set on the command line wins over the table's rule
