@@ -145,3 +145,24 @@ def test_the_migration_moves_old_run_folders_values_unchanged(tmp_path):
     again = subprocess.run(run, capture_output=True, text=True, timeout=120)
     assert "0 old run folder(s)" in again.stdout  # the old rows/ was renamed: nothing to do twice
     shutil.rmtree(tmp_path / "e")
+
+
+@pytest.mark.parametrize("on_step_rule", [frozenset({"2"}), frozenset({"2@authors_protocol"})])
+def test_a_variants_gaga_cell_run_by_hand_gets_the_variants_rule(monkeypatch, on_step_rule):
+    """With the authors' protocol typed on the command line, a GAGA cell of Table 2 follows the rule of
+    that variant's cells (``"2@authors_protocol"``), and composes to the sweep's configuration of it."""
+    from spl_bench.runner import cells
+    from spl_bench.runner.cells import variant_of
+    from spl_bench.table_registry import PROTOCOL_VARIANTS
+
+    monkeypatch.setattr(cells, "STEP_CANDIDATE_TABLES", on_step_rule)
+    typed = list(PROTOCOL_VARIANTS["authors_protocol"]["regression"])  # music is a regression data set
+    assert variant_of(typed, "regression") == "authors_protocol"
+    assert variant_of(["noise=gaussian_shift"], "regression") == "authors"
+    assert variant_of(["method=gaga"], "regression") == ""
+    given = ["+table_row=t2_music_n30", "method=gaga"]
+    cfg = _hydra_cfg(["experiment=gaga_table2", *given, *typed])
+    applied = apply_table_rules(cfg, "gaga_table2", [*given, *typed])
+    assert bool(applied) == ("2@authors_protocol" in on_step_rule)
+    sweep = compose_cell(Cell("2", "gaga_table2", tuple(given), "authors_protocol"))
+    assert config_hash(identity(cfg)) == cell_hash(sweep)

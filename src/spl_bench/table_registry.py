@@ -107,15 +107,15 @@ RMSE_VARIANTS = ("authors_protocol",)
 #: A key leaves this set once every GAGA cell under it has been rerun under the route-independent
 #: candidates (issue 62; docs/gaga.md, "Routes and candidates").
 STEP_CANDIDATE_TABLES = frozenset(
-    {*TABLES, *(f"{t}@{v}" for t in TABLES for v in PROTOCOL_VARIANTS if v != EQUAL_VARIANT)}
+    {*TABLES, *(f"{t}@{v}" for t in TABLES for v in PROTOCOL_VARIANTS if v not in (EQUAL_VARIANT, CLEAN_VARIANT))}
 )
 
 
 def step_rule_key(table: str | None, variant: str = "") -> str:
     """The key of :data:`STEP_CANDIDATE_TABLES` that decides the candidate rule of a GAGA cell of
-    ``table`` under protocol ``variant``: the table itself for its own and its equal-candidates cells,
-    ``"<table>@<variant>"`` for another variant's."""
-    return str(table) if variant in ("", EQUAL_VARIANT) else f"{table}@{variant}"
+    ``table`` under protocol ``variant``: the table itself for its own and its equal-candidates cells
+    (and under the clean variant, which has no GAGA cell), ``"<table>@<variant>"`` for another variant's."""
+    return str(table) if variant in ("", EQUAL_VARIANT, CLEAN_VARIANT) else f"{table}@{variant}"
 
 
 #: the overrides that give a GAGA cell the rule its committed rows were made under; a table's

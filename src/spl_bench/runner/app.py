@@ -25,7 +25,7 @@ from spl_bench.paths import config_dir
 from spl_bench.progress import display_hook
 from spl_bench.rowstore import STALE_DIR, CellStore, write_index
 from spl_bench.runner.cell_run import prepare_cell, run_cell
-from spl_bench.runner.cells import cell_name, cell_overrides, short_path_values, table_of, table_overrides
+from spl_bench.runner.cells import cell_name, cell_overrides, rule_overrides, short_path_values, table_of, variant_of
 
 #: folder name of a run without overrides (``runs/<exp_name>/_default/``): not the parent of the others
 DEFAULT_DIRNAME = "_default"
@@ -112,15 +112,18 @@ def apply_table_rules(cfg: DictConfig, experiment: str | None, given: list[str])
     """Give a table's cell the overrides its committed rows were made under (what the sweep composes).
 
     A GAGA cell of a table whose rows were made under the step-point candidates gets
-    :data:`~spl_bench.table_registry.STEP_CANDIDATES` (:func:`~spl_bench.runner.cells.table_overrides`),
-    so ``spl-bench run experiment=gaga_table2 +table_row=... method=gaga`` is the committed cell.
-    A key the command line sets itself is left as given.  Returns the overrides applied.
+    :data:`~spl_bench.table_registry.STEP_CANDIDATES` (:func:`~spl_bench.runner.cells.rule_overrides`),
+    so ``spl-bench run experiment=gaga_table2 +table_row=... method=gaga`` is the committed cell; with
+    a protocol variant's overrides on the command line, the rule of that variant's cells
+    (:func:`~spl_bench.runner.cells.variant_of`).  A key the command line sets itself is left as given.
+    Returns the overrides applied.
     """
     table = table_of(experiment)
     if table is None:
         return []
     mine = {o.split("=", 1)[0].lstrip("+~") for o in given}
-    more = [o for o in table_overrides(table, str(cfg.method.name), "", "", "") if o.split("=", 1)[0] not in mine]
+    variant = variant_of(given, str(OmegaConf.select(cfg, "data.task", default="")))
+    more = [o for o in rule_overrides(table, str(cfg.method.name), variant) if o.split("=", 1)[0] not in mine]
     for item in more:
         key, value = item.split("=", 1)
         OmegaConf.update(cfg, key, value, merge=False)

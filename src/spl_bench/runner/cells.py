@@ -139,9 +139,26 @@ def table_overrides(table: str | None, method: str, task: str, data: str, varian
     if variant:
         spec = PROTOCOL_VARIANTS[variant]
         more += [*spec[task], *spec.get(f"data={data}", ())]
+    return more + rule_overrides(table, method, variant, current_rule)
+
+
+def rule_overrides(table: str | None, method: str, variant: str = "", current_rule: bool = False) -> list[str]:
+    """:data:`~spl_bench.table_registry.STEP_CANDIDATES` for a GAGA cell whose table (or whose table
+    under ``variant``, :func:`~spl_bench.table_registry.step_rule_key`) is still on the step rule,
+    unless ``current_rule``; else nothing."""
     if method == "gaga" and step_rule_key(table, variant) in STEP_CANDIDATE_TABLES and not current_rule:
-        more += STEP_CANDIDATES
-    return more
+        return list(STEP_CANDIDATES)
+    return []
+
+
+def variant_of(overrides: Iterable[str], task: str) -> str:
+    """The protocol variant (:data:`~spl_bench.table_registry.PROTOCOL_VARIANTS`) whose overrides for
+    ``task`` are all among ``overrides`` (the one with the most, where several are), or ``""``: how a
+    cell typed by hand names the variant the sweep would have composed it under."""
+    given = {o.lstrip("+") for o in overrides}
+    hits = [(len(spec[task]), name) for name, spec in PROTOCOL_VARIANTS.items()
+            if task in spec and spec[task] and set(spec[task]) <= given]
+    return max(hits)[1] if hits else ""
 
 
 def companion_cells(cell: Cell) -> list[Cell]:
