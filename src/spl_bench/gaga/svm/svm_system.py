@@ -41,7 +41,6 @@ SCHUR_UPDATE_MIN_M = 128
 FACE_TOL = 1e-9
 
 
-
 def margin_rank_deficiency(Gz: Array, yz: Array) -> int:
     """``|E_Z| + 1 - rank B`` of the bordered margin block ``B = [[Q_ZZ, y_Z], [y_Z^T, 0]]`` (the
     matrix of eq. (7) on the margin samples) with ``Q_ZZ = G_Z G_Z^T``: how many directions the
@@ -59,6 +58,7 @@ def margin_rank_deficiency(Gz: Array, yz: Array) -> int:
     if len(yz) == 0:
         return 1
     return int(len(yz) - np.linalg.matrix_rank(np.column_stack([Gz, yz])))
+
 
 class SVMSystem(_SVMFactorMixin, PathSystem):
     """Kernel SVM in the dual: ``f = sum_j a_j y_j K(x_j, .) + b``, ``0 <= a_i <= C v_i``."""
