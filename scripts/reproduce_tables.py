@@ -7,6 +7,7 @@
     python scripts/reproduce_tables.py --tables 11 --where model.params.C=0.5 model.params.C=1.0
     python scripts/reproduce_tables.py --executor submitit --slurm-partition cpu --jobs 64
     python scripts/reproduce_tables.py --tables 2 3 --methods gaga --current-rule   # GAGA reruns, new candidates
+    python scripts/reproduce_tables.py --tables 11 --methods mospl --current-rule   # MOSPL reruns, exact full fit
     python scripts/reproduce_tables.py --report-only              # tables from the committed rows only
     python scripts/reproduce_tables.py --smoke                    # regenerate results/reference/smoke.csv
 
@@ -15,7 +16,8 @@ skips the seeds already there); tables, figures and ``coverage.csv`` to ``result
 page of them all to ``results/index.html``.
 In Tables 2-3 the run of a GAGA or ACS cell also writes its equal-candidates row from the same
 fit (``--no-shared-fits``: not); ``--current-rule`` reruns GAGA cells under the route-independent
-candidates beside the committed step-rule rows (docs/gaga.md, "Routes and candidates").
+candidates beside the committed step-rule rows (docs/gaga.md, "Routes and candidates"), and MOSPL
+cells with the exact full fit beside the rows made with the model's (docs/mospl.md, "The full fit").
 Every row file carries a check trailer (row count and SHA-256); a damaged one stops the script
 with one line naming it (``spl-bench verify results/rows`` lists them all).
 """
@@ -27,10 +29,10 @@ import sys
 from pathlib import Path
 
 from spl_bench.errors import SplBenchError, environment_error
-from spl_bench.runner.cells import table_cells
+from spl_bench.runner.cells import method_of, table_cells
 from spl_bench.runner.plan import cell_states, plan_lines
 from spl_bench.runner.reproduce import companion_states, log_line, pending_tasks, refresh_indexes, run_tables
-from spl_bench.table_registry import PROTOCOL_VARIANTS, STEP_CANDIDATE_TABLES, TABLES, step_rule_key
+from spl_bench.table_registry import OLD_RULES, PROTOCOL_VARIANTS, TABLES, step_rule_key
 
 DEFAULT_TABLES = ["2", "3", "5", "6"]
 
@@ -62,9 +64,10 @@ def main() -> int:
                          "row's plain model on clean training labels, the reference of what the model reaches); "
                          "rows kept apart")
     ap.add_argument("--current-rule", action="store_true",
-                    help="GAGA cells only, under the current candidate rule where the table's committed rows are "
-                         "on the step rule (the reruns of issue 62; written beside those rows, not read by the "
-                         "tables until the table leaves table_registry.STEP_CANDIDATE_TABLES)")
+                    help="the cells of GAGA and MOSPL only, under their current rule where the table's committed "
+                         "rows are on an old one (GAGA: step-point candidates; MOSPL: the model's full fit): the "
+                         "reruns of issue 62, written beside those rows, not read by the tables until the table "
+                         "leaves the method's keys in table_registry.OLD_RULES")
     ap.add_argument("--no-shared-fits", action="store_true",
                     help="do not write a GAGA / ACS cell's equal-candidates rows from its own fits (Tables 2-3)")
     ap.add_argument("--smoke", action="store_true", help="regenerate the drift-check reference")
@@ -86,14 +89,16 @@ def main() -> int:
                 for line in plan_lines(states, runs, args.jobs):
                     print(line)
                 twins = companion_states(states)
-                whole = args.current_rule and not args.data and not args.where  # every GAGA cell of the tables
+                whole = args.current_rule and not args.data and not args.where  # every such cell of the tables
                 for table in args.tables if whole else ():
-                    mine = [st for st in states if st.cell.table == table]
-                    mine += [t for st in mine for t in twins.get(st.cell, [])]
-                    key = step_rule_key(table, args.variant)  # a variant's cells leave the step rule on their own
-                    if mine and all(set(range(runs)) <= st.done for st in mine) and key in STEP_CANDIDATE_TABLES:
-                        print(f"table {key}: every GAGA cell (and its equal-candidates cell) rerun under the current "
-                              f"rule at {runs} runs; {key!r} can leave table_registry.STEP_CANDIDATE_TABLES")
+                    key = step_rule_key(table, args.variant)  # a variant's cells leave an old rule on their own
+                    for method, (keys, _) in OLD_RULES.items():
+                        mine = [st for st in states if st.cell.table == table and method_of(st.cell) == method]
+                        mine += [t for st in mine for t in twins.get(st.cell, [])]
+                        if mine and all(set(range(runs)) <= st.done for st in mine) and key in keys:
+                            print(f"table {key}: every {method} cell (and its equal-candidates cell) rerun under "
+                                  f"the current rule at {runs} runs; {key!r} can leave its method's keys in "
+                                  f"table_registry.OLD_RULES")
                 if twins and not args.no_shared_fits:
                     more = len(pending_tasks(states, runs, None, twins)) - len(pending_tasks(states, runs, None))
                     print(f"shared fits: the runs above also write {sum(len(t) for t in twins.values())} "

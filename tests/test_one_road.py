@@ -57,6 +57,17 @@ def _hydra_cfg(overrides: list[str]):
         return compose("config", overrides=overrides)
 
 
+def _by_hand_and_swept(table: str, given: list[str]):
+    """Table ``table``'s cell ``given`` typed by hand (the CLI's table rules applied) and composed by the
+    sweep: both configs (after checking they hash alike) and the rule overrides the CLI applied."""
+    experiment = f"gaga_table{table}"
+    cfg = _hydra_cfg([f"experiment={experiment}", *given])
+    applied = apply_table_rules(cfg, experiment, given)
+    sweep = compose_cell(Cell(table, experiment, tuple(given)))
+    assert config_hash(identity(cfg)) == cell_hash(sweep)
+    return cfg, applied, sweep
+
+
 @pytest.mark.parametrize("on_step_rule", [None, frozenset({"2"}), frozenset()])
 def test_a_gaga_table_cell_run_by_hand_is_the_committed_configuration(monkeypatch, on_step_rule):
     """``spl-bench run experiment=gaga_table2 ... method=gaga`` gets the candidate rule of the committed rows:
@@ -64,13 +75,10 @@ def test_a_gaga_table_cell_run_by_hand_is_the_committed_configuration(monkeypatc
     from spl_bench.runner import cells
 
     if on_step_rule is not None:
-        monkeypatch.setattr(cells, "STEP_CANDIDATE_TABLES", on_step_rule)
+        monkeypatch.setitem(cells.OLD_RULES, "gaga", (on_step_rule, cells.OLD_RULES["gaga"][1]))
     given = ["+table_row=t2_music_n30", "method=gaga"]
-    cfg = _hydra_cfg(["experiment=gaga_table2", *given])
-    applied = apply_table_rules(cfg, "gaga_table2", given)
-    sweep = compose_cell(Cell("2", "gaga_table2", tuple(given)))
-    assert config_hash(identity(cfg)) == cell_hash(sweep)
-    assert bool(applied) == ("2" in cells.STEP_CANDIDATE_TABLES)
+    cfg, applied, sweep = _by_hand_and_swept("2", given)
+    assert bool(applied) == ("2" in cells.OLD_RULES["gaga"][0])
     assert str(cfg.method.candidates) == str(sweep.method.candidates)
     assert str(cfg.method.candidates) == ("steps" if applied else "critical_grid")
     index = rows_root() / "gaga_table2" / "index.csv"
@@ -81,6 +89,22 @@ def test_a_gaga_table_cell_run_by_hand_is_the_committed_configuration(monkeypatc
     cfg = _hydra_cfg(["experiment=gaga_table2", *given, "method.candidates=critical_grid"])
     apply_table_rules(cfg, "gaga_table2", [*given, "method.candidates=critical_grid"])
     assert str(cfg.method.candidates) == "critical_grid"
+
+
+@pytest.mark.parametrize("on_model_fit", [None, frozenset()])
+def test_a_mospl_table_cell_run_by_hand_is_the_committed_configuration(monkeypatch, on_model_fit):
+    """``spl-bench run experiment=gaga_table11 model.params.C=1.0 method=mospl`` gets the full fit of the
+    committed rows (the model's while Table 11 is in MODEL_FULL_FIT_TABLES, the exact one after)."""
+    from spl_bench.runner import cells
+
+    if on_model_fit is not None:
+        monkeypatch.setitem(cells.OLD_RULES, "mospl", (on_model_fit, cells.OLD_RULES["mospl"][1]))
+    cfg, applied, sweep = _by_hand_and_swept("11", ["model.params.C=1.0", "method=mospl"])
+    assert str(cfg.method.full_fit) == str(sweep.method.full_fit) == ("model" if applied else "exact")
+    index = rows_root() / "gaga_table11" / "index.csv"
+    if on_model_fit is None and index.is_file():  # the hash the committed MOSPL rows were made under
+        committed = read_row_index(index).set_index("cell").loc["model.params.C=1.0,method=mospl", "config_hash"]
+        assert config_hash(identity(cfg)) == committed
 
 
 def test_two_seeds_by_hand_land_where_the_committed_cell_is(tmp_path):
@@ -155,7 +179,7 @@ def test_a_variants_gaga_cell_run_by_hand_gets_the_variants_rule(monkeypatch, on
     from spl_bench.runner.cells import variant_of
     from spl_bench.table_registry import PROTOCOL_VARIANTS
 
-    monkeypatch.setattr(cells, "STEP_CANDIDATE_TABLES", on_step_rule)
+    monkeypatch.setitem(cells.OLD_RULES, "gaga", (on_step_rule, cells.OLD_RULES["gaga"][1]))
     typed = list(PROTOCOL_VARIANTS["authors_protocol"]["regression"])  # music is a regression data set
     assert variant_of(typed, "regression") == "authors_protocol"
     assert variant_of(["noise=gaussian_shift"], "regression") == "authors"

@@ -23,7 +23,8 @@ def _write(state, root, values: dict[int, tuple[float, float, int]]) -> None:
 def test_seeds_under_both_rules_are_paired_and_the_moves_counted(tmp_path, monkeypatch):
     from spl_bench.runner import cells
 
-    monkeypatch.setattr(cells, "STEP_CANDIDATE_TABLES", frozenset({"2"}))  # Table 2 on the step rule here
+    # Table 2 on the step rule here
+    monkeypatch.setitem(cells.OLD_RULES, "gaga", (frozenset({"2"}), cells.OLD_RULES["gaga"][1]))
     cell = Cell("2", "gaga_table2", ("+table_row=t2_houses_n30", "method=gaga"))
     (old,) = cell_states([cell], tmp_path)
     (new,) = cell_states([replace(cell, current_rule=True)], tmp_path)
@@ -52,7 +53,7 @@ def test_a_variants_gaga_cells_leave_the_step_rule_under_their_own_key(monkeypat
     from spl_bench.runner import cells
     from spl_bench.runner.cells import compose_cell
 
-    monkeypatch.setattr(cells, "STEP_CANDIDATE_TABLES", frozenset(on_step_rule))
+    monkeypatch.setitem(cells.OLD_RULES, "gaga", (frozenset(on_step_rule), cells.OLD_RULES["gaga"][1]))
     overrides = ("+table_row=t2_music_n30", "method=gaga")
     rule = {v: compose_cell(Cell("2", "gaga_table2", overrides, v)).method.candidates
             for v in ("", "equal_candidates", "authors_protocol")}
@@ -66,7 +67,7 @@ def test_a_seed_whose_path_changed_is_told_apart_from_a_candidate_move(tmp_path,
     step rule's row (the path), not by the candidates; one on the same path by the candidates."""
     from spl_bench.runner import cells
 
-    monkeypatch.setattr(cells, "STEP_CANDIDATE_TABLES", frozenset({"2"}))
+    monkeypatch.setitem(cells.OLD_RULES, "gaga", (frozenset({"2"}), cells.OLD_RULES["gaga"][1]))
     cell = Cell("2", "gaga_table2", ("+table_row=t2_houses_n30", "method=gaga"))
     (old,) = cell_states([cell], tmp_path)
     (new,) = cell_states([replace(cell, current_rule=True)], tmp_path)

@@ -145,7 +145,8 @@ def test_a_rerun_without_seeds_is_priced_at_its_table_rule_cells_seconds(tmp_pat
     """The plan's estimate for a current-rule cell with no seed yet is the step-rule cell's (same paths)."""
     from spl_bench.runner import cells
 
-    monkeypatch.setattr(cells, "STEP_CANDIDATE_TABLES", frozenset({"2"}))  # Table 2 on the step rule here
+    # Table 2 on the step rule here
+    monkeypatch.setitem(cells.OLD_RULES, "gaga", (frozenset({"2"}), cells.OLD_RULES["gaga"][1]))
     gaga = Cell("2", "gaga_table2", ("+table_row=t2_houses_n30", "method=gaga"))
     (ruled,) = cell_states([gaga], tmp_path)
     rows = [{"experiment": "gaga_table2", "seed": s, "metric": m, "value": 0.5, "time_s": t,
@@ -179,7 +180,7 @@ def test_the_report_moves_a_cells_equal_candidates_index_with_it(tmp_path, monke
 
     gaga = Cell("2", "gaga_table2", ("+table_row=t2_houses_n30", "method=gaga"))
     for on_step_rule in ({"2"}, set()):
-        monkeypatch.setattr(cells, "STEP_CANDIDATE_TABLES", frozenset(on_step_rule))
+        monkeypatch.setitem(cells.OLD_RULES, "gaga", (frozenset(on_step_rule), cells.OLD_RULES["gaga"][1]))
         refresh_indexes(cell_states([gaga], tmp_path), tmp_path)
         for cell in (gaga, *companion_cells(gaga)):
             index = read_row_index(tmp_path / cell.rows_name / "index.csv")

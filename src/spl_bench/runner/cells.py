@@ -30,9 +30,8 @@ from spl_bench.table_registry import (
     EQUAL_CANDIDATE_TABLES,
     EQUAL_VARIANT,
     EXTRA_SWEEPS,
+    OLD_RULES,
     PROTOCOL_VARIANTS,
-    STEP_CANDIDATE_TABLES,
-    STEP_CANDIDATES,
     TABLES,
     step_rule_key,
 )
@@ -46,8 +45,8 @@ class Cell:
     experiment: str
     overrides: tuple[str, ...]
     variant: str = ""  # a key of PROTOCOL_VARIANTS: the same cell under another protocol
-    # GAGA: the current candidate rule even where the table's committed rows are on the step rule
-    # (STEP_CANDIDATE_TABLES): the reruns of issue 62, written beside those rows under their own hash
+    # the method's current rule even where the table's committed rows are on an old one (OLD_RULES:
+    # GAGA's step rule, MOSPL's model full fit): the reruns of issue 62, beside those rows under their own hash
     current_rule: bool = False
 
     @property
@@ -143,11 +142,13 @@ def table_overrides(table: str | None, method: str, task: str, data: str, varian
 
 
 def rule_overrides(table: str | None, method: str, variant: str = "", current_rule: bool = False) -> list[str]:
-    """:data:`~spl_bench.table_registry.STEP_CANDIDATES` for a GAGA cell whose table (or whose table
-    under ``variant``, :func:`~spl_bench.table_registry.step_rule_key`) is still on the step rule,
-    unless ``current_rule``; else nothing."""
-    if method == "gaga" and step_rule_key(table, variant) in STEP_CANDIDATE_TABLES and not current_rule:
-        return list(STEP_CANDIDATES)
+    """The overrides of ``method``'s old rule (:data:`~spl_bench.table_registry.OLD_RULES`: GAGA's
+    step-point candidates, MOSPL's full fit by the model's solver) for a cell whose table (or whose
+    table under ``variant``, :func:`~spl_bench.table_registry.step_rule_key`) is still on it, unless
+    ``current_rule``; else nothing."""
+    keys, overrides = OLD_RULES.get(method, (frozenset(), ()))
+    if step_rule_key(table, variant) in keys and not current_rule:
+        return list(overrides)
     return []
 
 
@@ -204,8 +205,9 @@ def table_cells(
     a cell is kept when, for every key named, its value is one of those given for that key.
     With ``variant="clean"`` the cells are the clean-label reference: per table row (a noise rate
     swept by the table is not a row of its own here) the plain model, ``method=original``.
-    ``current_rule``: GAGA cells under the current candidate rule even if the table's committed rows
-    are on the step rule (:attr:`Cell.current_rule`; the other methods' cells are left out).
+    ``current_rule``: the cells of the methods with an old rule (:data:`OLD_RULES`: GAGA's step-point
+    candidates, MOSPL's model full fit) under their current rule even where the table's committed rows
+    are on the old one (:attr:`Cell.current_rule`; the other methods' cells are left out).
     """
     if variant and variant not in PROTOCOL_VARIANTS:
         raise ConfigError(f"unknown variant {variant!r}; valid: {', '.join(PROTOCOL_VARIANTS)}")
@@ -243,7 +245,7 @@ def table_cells(
                 continue
             if any(pairs.get(k) not in vals for k, vals in conditions.items()):
                 continue
-            if current_rule and pairs.get("method") != "gaga":
+            if current_rule and pairs.get("method") not in OLD_RULES:
                 continue
             out.append(Cell(table, experiment, tuple(f"{k}={v}" for k, v in pairs.items()), variant, current_rule))
     return out

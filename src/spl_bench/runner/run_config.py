@@ -153,6 +153,9 @@ def identity(cfg: DictConfig) -> dict[str, Any]:
         # ("steps", the rows made before it existed) keeps the hashes those rows were made under
         legacy = ident["method"].get("candidates", "steps") == "steps"
         run_only = (*run_only, "candidates") if legacy else (*run_only, "ode_method")
+    if ident["method"].get("name") == "mospl" and ident["method"].get("full_fit", "model") == "model":
+        # MOSPL: the full fit by the model's solver (the rows made before the key existed) keeps their hashes
+        run_only = (*run_only, "full_fit")
     ident["method"] = {k: v for k, v in ident["method"].items() if k not in run_only}
     return ident
 
