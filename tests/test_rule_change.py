@@ -82,3 +82,20 @@ def test_a_seed_whose_path_changed_is_told_apart_from_a_candidate_move(tmp_path,
     (row,) = rule_summary(pairs).itertuples(index=False)
     assert (row.values_moved, row.paths_changed, row.values_moved_same_path) == (2, 1, 1)
     assert list(moved_values(pairs)["seed"]) == [1, 2]
+
+
+def test_mospl_rows_of_both_full_fits_are_paired_by_seed(tmp_path):
+    """MOSPL's old rule (the model's full fit) against its reruns with the exact one: the same pairing."""
+    cell = Cell("11", "gaga_table11", ("model.params.C=1.0", "method=mospl"))
+    (old,) = cell_states([cell], tmp_path)
+    (new,) = cell_states([replace(cell, current_rule=True)], tmp_path)
+    assert old.config_hash != new.config_hash
+    from spl_bench.runner.rule_change import rule_hashes
+
+    assert rule_hashes(cell) == (old.config_hash, new.config_hash)
+    _write(old, tmp_path, {0: (0.808, 0.5, 150), 1: (0.8, 0.5, 150)})
+    _write(new, tmp_path, {0: (0.824, 0.5, 150), 1: (0.8, 0.5, 150)})
+    pairs = rule_pairs([cell], tmp_path)
+    (row,) = rule_summary(pairs).itertuples(index=False)
+    assert (row.seeds, row.values_moved, row.paths_changed) == (2, 1, 0)  # no critical points: no path to compare
+    assert row.max_abs_move == pytest.approx(0.016)

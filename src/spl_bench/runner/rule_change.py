@@ -1,4 +1,5 @@
-"""What GAGA's route-independent candidates changed: the step rule's rows against the reruns.
+"""What GAGA's route-independent candidates changed: the step rule's rows against the reruns (and
+likewise MOSPL's exact full fit against the model's, :data:`~spl_bench.table_registry.OLD_RULES`).
 
 A GAGA cell of a table still on the step rule (:data:`~spl_bench.table_registry.STEP_CANDIDATE_TABLES`)
 has its committed rows under the step rule's hash and, once rerun (``reproduce_tables.py
@@ -19,8 +20,8 @@ import numpy as np
 import pandas as pd
 
 from spl_bench.rowstore import read_cell
-from spl_bench.runner.cells import Cell, cell_hash, compose_cell
-from spl_bench.table_registry import STEP_CANDIDATES
+from spl_bench.runner.cells import Cell, cell_hash, compose_cell, method_of
+from spl_bench.table_registry import OLD_RULES
 
 #: a value moved when it differs by more than this, relative to max(1, |value|): more than the rounding
 #: in which two routes of one path differ (issue 62 asks for the same selected values to 1e-8)
@@ -63,10 +64,11 @@ def _n_critical(row: pd.Series) -> float:
 
 
 def rule_hashes(cell: Cell) -> tuple[str, str]:
-    """The configuration hashes of a GAGA cell under the step rule (:data:`STEP_CANDIDATES`) and under the
-    current rule, whatever its table's rule in the registry today (so the comparison outlives the switch)."""
+    """The configuration hashes of a cell under its method's old rule (:data:`OLD_RULES`: GAGA's step rule,
+    MOSPL's model full fit) and under the current rule, whatever its table's rule in the registry today
+    (so the comparison outlives the switch)."""
     now = replace(cell, current_rule=True)
-    return cell_hash(compose_cell(now, STEP_CANDIDATES)), cell_hash(compose_cell(now))
+    return cell_hash(compose_cell(now, OLD_RULES[method_of(cell)][1])), cell_hash(compose_cell(now))
 
 
 def rule_pairs(cells: list[Cell], root: Path | None = None) -> pd.DataFrame:
