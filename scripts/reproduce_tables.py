@@ -7,7 +7,7 @@
     python scripts/reproduce_tables.py --tables 11 --where model.params.C=0.5 model.params.C=1.0
     python scripts/reproduce_tables.py --executor submitit --slurm-partition cpu --jobs 64
     python scripts/reproduce_tables.py --tables 2 3 --methods gaga --current-rule   # GAGA reruns, new candidates
-    python scripts/reproduce_tables.py --tables 11 --methods mospl --current-rule   # MOSPL reruns, exact full fit
+    python scripts/reproduce_tables.py --tables 11 --methods mospl --current-rule   # MOSPL reruns, current rule
     python scripts/reproduce_tables.py --report-only              # tables from the committed rows only
     python scripts/reproduce_tables.py --smoke                    # regenerate results/reference/smoke.csv
 
@@ -17,7 +17,8 @@ page of them all to ``results/index.html``.
 In Tables 2-3 the run of a GAGA or ACS cell also writes its equal-candidates row from the same
 fit (``--no-shared-fits``: not); ``--current-rule`` reruns GAGA cells under the route-independent
 candidates beside the committed step-rule rows (docs/gaga.md, "Routes and candidates"), and MOSPL
-cells with the exact full fit beside the rows made with the model's (docs/mospl.md, "The full fit").
+cells under its current rule beside the rows of its old one (docs/mospl.md, "The full fit and the
+kernel product").
 Every row file carries a check trailer (row count and SHA-256); a damaged one stops the script
 with one line naming it (``spl-bench verify results/rows`` lists them all).
 """
@@ -65,9 +66,9 @@ def main() -> int:
                          "rows kept apart")
     ap.add_argument("--current-rule", action="store_true",
                     help="the cells of GAGA and MOSPL only, under their current rule where the table's committed "
-                         "rows are on an old one (GAGA: step-point candidates; MOSPL: the model's full fit): the "
-                         "reruns of issue 62, written beside those rows, not read by the tables until the table "
-                         "leaves the method's keys in table_registry.OLD_RULES")
+                         "rows are on an old one (GAGA: step-point candidates; MOSPL: the model's full fit and the "
+                         "kernel matrix's product): the reruns of issue 62, written beside those rows, not read by "
+                         "the tables until the table leaves the method's keys in table_registry.OLD_RULES")
     ap.add_argument("--no-shared-fits", action="store_true",
                     help="do not write a GAGA / ACS cell's equal-candidates rows from its own fits (Tables 2-3)")
     ap.add_argument("--smoke", action="store_true", help="regenerate the drift-check reference")

@@ -94,7 +94,7 @@ def test_a_gaga_table_cell_run_by_hand_is_the_committed_configuration(monkeypatc
 @pytest.mark.parametrize("on_model_fit", [None, frozenset()])
 def test_a_mospl_table_cell_run_by_hand_is_the_committed_configuration(monkeypatch, on_model_fit):
     """``spl-bench run experiment=gaga_table11 model.params.C=1.0 method=mospl`` gets the full fit of the
-    committed rows (the model's while Table 11 is in MODEL_FULL_FIT_TABLES, the exact one after)."""
+    committed rows (the model's while Table 11 is in MOSPL_OLD_TABLES, the exact one after)."""
     from spl_bench.runner import cells
 
     if on_model_fit is not None:

@@ -10,7 +10,7 @@ top-level module: it imports no layer of the package, so every layer may import 
   rows kept apart in ``results/rows/<experiment>@<variant>``); :data:`REPORTED_VARIANTS`: those the
   comparison tables show beside the default protocol;
 * :data:`EXTRA_SWEEPS`, :data:`OLD_RULES` (GAGA's :data:`STEP_CANDIDATE_TABLES` /
-  :data:`STEP_CANDIDATES`, MOSPL's :data:`MODEL_FULL_FIT_TABLES` / :data:`MODEL_FULL_FIT`): cells
+  :data:`STEP_CANDIDATES`, MOSPL's :data:`MOSPL_OLD_TABLES` / :data:`MOSPL_OLD_RULE`): cells
   and overrides beyond a table's own sweep config.
 """
 
@@ -124,16 +124,16 @@ def step_rule_key(table: str | None, variant: str = "") -> str:
 #: the dense output), so they keep these overrides while the table is in STEP_CANDIDATE_TABLES
 STEP_CANDIDATES = ("method.candidates=steps", "method.ode_method=auto")
 
-#: the cells whose committed MOSPL rows set their search box from the model's own solver at v = 1
-#: (libsvm for the SVM; ``method.full_fit=model``, the rule before 2026-11-29), keyed as
-#: :data:`STEP_CANDIDATE_TABLES`.  The search compares objective values exactly, so the full fit's
-#: last bits change a run's Pareto set: a key leaves once its MOSPL cells are rerun with the exact
-#: full fit (issue 62; docs/mospl.md, "The full fit").
-MODEL_FULL_FIT_TABLES = frozenset(
+#: the cells whose committed MOSPL rows were made under its rule before 2026-11-29 (MOSPL_OLD_RULE: the
+#: search box from the model's own solver at v = 1, libsvm for the SVM, and a linear kernel's decision
+#: values through the n x n kernel matrix), keyed as :data:`STEP_CANDIDATE_TABLES`.  The search compares
+#: objective values exactly, so either change gives another Pareto set: a key leaves once its MOSPL cells
+#: are rerun under the current rule (issue 62; docs/mospl.md, "The full fit and the kernel product").
+MOSPL_OLD_TABLES = frozenset(
     {*TABLES, *(f"{t}@{v}" for t in TABLES for v in PROTOCOL_VARIANTS if v not in (EQUAL_VARIANT, CLEAN_VARIANT))}
 )
-#: the overrides that give a MOSPL cell the full fit its committed rows were made with
-MODEL_FULL_FIT = ("method.full_fit=model",)
+#: the overrides that give a MOSPL cell the rule its committed rows were made under
+MOSPL_OLD_RULE = ("method.full_fit=model", "method.kernel_product=matrix")
 
 #: per method, the rule its committed rows were made under where its current one differs: (the keys of
 #: :func:`step_rule_key` still on it, the overrides that give a cell that rule).  A cell under such a key
@@ -141,5 +141,5 @@ MODEL_FULL_FIT = ("method.full_fit=model",)
 #: current rule beside the committed rows, under a hash of its own.
 OLD_RULES: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
     "gaga": (STEP_CANDIDATE_TABLES, STEP_CANDIDATES),
-    "mospl": (MODEL_FULL_FIT_TABLES, MODEL_FULL_FIT),
+    "mospl": (MOSPL_OLD_TABLES, MOSPL_OLD_RULE),
 }

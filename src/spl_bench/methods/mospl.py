@@ -58,6 +58,7 @@ INIT_MODES = ("extremes", "random")
 #: values of the option ``refit_solver``
 REFIT_SOLVERS = ("exact", "model")
 FULL_FITS = ("exact", "model")
+KERNEL_PRODUCTS = ("factor", "matrix")
 
 
 def refit_order(V: Array) -> Array:
@@ -129,7 +130,7 @@ class MOSPLProblem:
     A genome is the row ``[theta, z]``; ``n_theta`` is the length of ``theta``.
     """
 
-    def __init__(self, model: Model, sp: SPRegularizer, X: Array, y: Array) -> None:
+    def __init__(self, model: Model, sp: SPRegularizer, X: Array, y: Array, kernel_product: str = "matrix") -> None:
         self.model = model
         self.sp = sp
         self.X = X
@@ -138,13 +139,18 @@ class MOSPLProblem:
         self.d = d
         #: the per-sample loss of the decision values (every model here has one)
         self.datafit = getattr(model, "datafit", None)
+        #: a linear kernel's K = X X^T applied through its factor X (``kernel_product="factor"``)
+        self.K_factor: Array | None = None
         if isinstance(model, SVMModel):
             self.kind = "svm"
             self.n_theta = n + 1
-            if n * n * 8 > 4e9:
-                raise ConfigError(f"MOSPL with the kernel SVM needs the {n} x {n} kernel matrix (> 4 GB)")
             self.gamma = resolve_gamma(model.gamma, X)
-            self.K = model.kernel_matrix(X, X, self.gamma)
+            if kernel_product == "factor" and model.kernel == "linear":
+                self.K_factor = np.ascontiguousarray(X, dtype=float)
+            else:
+                if n * n * 8 > 4e9:
+                    raise ConfigError(f"MOSPL with the kernel SVM needs the {n} x {n} kernel matrix (> 4 GB)")
+                self.K = model.kernel_matrix(X, X, self.gamma)
         elif self.datafit is not None and getattr(model, "penalty", None) is not None:
             # a linear model: theta = w, plus b if the penalty leaves an intercept
             self.kind = "glm"
@@ -169,7 +175,8 @@ class MOSPLProblem:
             R = self.penalty.value(W, len(self.y))
         else:  # the kernel expansion
             B, b = T[:, :-1], T[:, -1]
-            KB = B @ self.K  # K is symmetric
+            # K is symmetric; with a linear kernel B K = (B X) X^T: O(p n d) instead of O(p n^2)
+            KB = B @ self.K if self.K_factor is None else (B @ self.K_factor) @ self.K_factor.T
             D = KB + b[:, None]
             R = 0.5 * np.einsum("pj,pj->p", B, KB)
         return D, R
@@ -283,6 +290,12 @@ class MOSPL(SPLEstimator):
         solver (libsvm for the SVM; the rows made before 2026-11-29).  Both solve the same
         problem; libsvm stops at its tolerance (decision values within about 1e-3), and the
         search compares objective values exactly, so the two give other Pareto sets.
+    kernel_product : {"factor", "matrix"}
+        How the SVM's decision values ``K beta`` of a generation are formed: ``factor`` (default)
+        through ``X`` for a linear kernel, ``(B X) X^T`` (O(p n d) per generation instead of
+        O(p n^2), and no ``n x n`` matrix); ``matrix``: through the kernel matrix (an RBF kernel
+        always; the rows made before 2026-11-29).  The same numbers up to rounding, but the
+        search compares objective values exactly, so the two give other Pareto sets.
     mixture_t : float
         Polynomial order used when ``sp="mixture"`` (paper: 1.2 and 1.35).
     """
@@ -305,6 +318,7 @@ class MOSPL(SPLEstimator):
         refit: bool = True,
         refit_solver: str = "exact",
         full_fit: str = "exact",
+        kernel_product: str = "factor",
         mixture_t: float = 1.2,
     ) -> None:
         super().__init__(model=model, model_params=model_params, sp=sp, sp_params=sp_params)
@@ -320,6 +334,7 @@ class MOSPL(SPLEstimator):
         self.refit = refit
         self.refit_solver = refit_solver
         self.full_fit = full_fit
+        self.kernel_product = kernel_product
         self.mixture_t = mixture_t
 
     # ------------------------------------------------------------ settings
@@ -347,6 +362,9 @@ class MOSPL(SPLEstimator):
             )
         if self.full_fit not in FULL_FITS:
             raise ConfigError(f"unknown method.full_fit {self.full_fit!r}; valid: {', '.join(FULL_FITS)}")
+        if self.kernel_product not in KERNEL_PRODUCTS:
+            raise ConfigError(f"unknown method.kernel_product {self.kernel_product!r}; valid: "
+                              f"{', '.join(KERNEL_PRODUCTS)}")
         if self.init not in INIT_MODES:
             raise ConfigError(f"unknown method.init {self.init!r}; valid: {', '.join(INIT_MODES)}")
         check_positive("method.lam_min", self.lam_min)
@@ -389,7 +407,7 @@ class MOSPL(SPLEstimator):
         sp = self._make_sp()
         check_age_linear(sp)
         model = self.model_
-        prob = MOSPLProblem(model, sp, X, y)
+        prob = MOSPLProblem(model, sp, X, y, kernel_product=self.kernel_product)
         # the exact solvers of the refits; "hybrid": an RBF refit whose guess-and-check gives up is
         # libsvm's point, as in the committed rows (ACS now solves libsvm's sets exactly there; for
         # MOSPL that would change its RBF rows, ~130 such refits per pendigits run)
@@ -498,6 +516,7 @@ class MOSPL(SPLEstimator):
             "refit_solver": self.refit_solver_used_,
             "full_fit_seconds": float(self._timing["full_fit_seconds"]),
             "full_fit": self.full_fit_used_,
+            "kernel_product": "factor" if getattr(self.problem_, "K_factor", None) is not None else "matrix",
             **{f"refit_{k.removeprefix('inner_')}": v for k, v in self.refit_info_.items()},
             "lam_equiv_min": float(finite.min()) if finite.size else None,
             "lam_equiv_max_finite": float(finite.max()) if finite.size else None,

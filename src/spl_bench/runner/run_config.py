@@ -153,9 +153,11 @@ def identity(cfg: DictConfig) -> dict[str, Any]:
         # ("steps", the rows made before it existed) keeps the hashes those rows were made under
         legacy = ident["method"].get("candidates", "steps") == "steps"
         run_only = (*run_only, "candidates") if legacy else (*run_only, "ode_method")
-    if ident["method"].get("name") == "mospl" and ident["method"].get("full_fit", "model") == "model":
-        # MOSPL: the full fit by the model's solver (the rows made before the key existed) keeps their hashes
-        run_only = (*run_only, "full_fit")
+    if ident["method"].get("name") == "mospl":
+        # MOSPL: the keys at their values before they existed (the model's full fit, the kernel matrix's
+        # product) keep the hashes of the rows made then
+        before = {"full_fit": "model", "kernel_product": "matrix"}
+        run_only = (*run_only, *(k for k, v in before.items() if ident["method"].get(k, v) == v))
     ident["method"] = {k: v for k, v in ident["method"].items() if k not in run_only}
     return ident
 

@@ -1,11 +1,14 @@
-"""MOSPL's v = 1 fit (``full_fit``): the exact solver of its refits, or the model's own (the old rule).
+"""MOSPL's rule since 2026-11-29 against the rows made before: the v = 1 fit (``full_fit``) by the exact
+solver of its refits or by the model's own, and a linear kernel's decision values (``kernel_product``)
+through ``X`` or through the kernel matrix.
 
 The full fit sets the search box ``|w_j| <= bound_scale max|w_full|`` (``|beta_j| <= C`` for the SVM's
 dual coefficients) and the population's first member, so it must solve the unweighted problem
 exactly: checked by the model's KKT conditions and against the independent solver (libsvm for the
 SVM, the model's coordinate descent for the lasso) to that solver's stopping tolerance.  The
-configuration hash keeps ``full_fit=model`` out (the committed rows' hashes), and the tables whose
-MOSPL rows were made with it compose their cells with it until they are rerun.
+configuration hash keeps ``full_fit=model`` and ``kernel_product=matrix`` out (the committed rows'
+hashes), and the tables whose MOSPL rows were made with them compose their cells with them until they
+are rerun.
 """
 
 from __future__ import annotations
@@ -16,10 +19,12 @@ import numpy as np
 import pytest
 
 from spl_bench.errors import ConfigError
-from spl_bench.methods.mospl import MOSPL
+from spl_bench.methods.mospl import MOSPL, MOSPLProblem
+from spl_bench.models import get_model
 from spl_bench.runner.cells import compose_cell, rule_overrides, table_cells
 from spl_bench.runner.run_config import identity
-from spl_bench.table_registry import MODEL_FULL_FIT, MODEL_FULL_FIT_TABLES, OLD_RULES, STEP_CANDIDATES
+from spl_bench.sp import get_sp
+from spl_bench.table_registry import MOSPL_OLD_RULE, MOSPL_OLD_TABLES, OLD_RULES, STEP_CANDIDATES
 
 
 def _blobs(n: int = 90, d: int = 6, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -74,19 +79,49 @@ def test_an_unknown_full_fit_is_one_config_error():
         MOSPL(model="lasso", pop_size=6, n_gen=2, full_fit="libsvm").fit(X, y)
 
 
-def test_the_model_full_fit_keeps_the_committed_hashes_and_the_exact_one_has_its_own():
+def test_the_old_rule_keeps_the_committed_hashes_and_the_current_one_has_its_own():
     (cell,) = table_cells("11", ["mospl"], where=["model.params.C=1.0"])
     old_cfg, new_cfg = compose_cell(cell), compose_cell(replace(cell, current_rule=True))
-    assert old_cfg.method.full_fit == "model" and new_cfg.method.full_fit == "exact"
-    assert "full_fit" not in identity(old_cfg)["method"]  # the hash the committed rows were made under
-    assert identity(new_cfg)["method"]["full_fit"] == "exact"
-    rest = {k: v for k, v in identity(new_cfg)["method"].items() if k != "full_fit"}
+    assert (old_cfg.method.full_fit, old_cfg.method.kernel_product) == ("model", "matrix")
+    assert (new_cfg.method.full_fit, new_cfg.method.kernel_product) == ("exact", "factor")
+    keys = {"full_fit", "kernel_product"}
+    assert not keys & set(identity(old_cfg)["method"])  # the hash the committed rows were made under
+    assert {k: identity(new_cfg)["method"][k] for k in keys} == {"full_fit": "exact", "kernel_product": "factor"}
+    rest = {k: v for k, v in identity(new_cfg)["method"].items() if k not in keys}
     assert rest == identity(old_cfg)["method"]  # nothing else differs
 
 
+@pytest.mark.parametrize(("n", "d"), [(70, 5), (40, 60)])  # n > d, and d > n
+def test_a_linear_kernels_decision_values_through_x_are_those_of_the_kernel_matrix(n, d):
+    """``(B X) X^T`` against ``B K`` with ``K = X X^T`` formed by the model (scikit-learn's linear_kernel):
+    equal to rounding, for genomes spread over the box; the factor route holds no n x n matrix."""
+    rng = np.random.default_rng(n + d)
+    X = rng.standard_normal((n, d))
+    y = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    model, sp = get_model("svm", C=1.0, kernel="linear"), get_sp("linear")
+    by_x = MOSPLProblem(model, sp, X, y, kernel_product="factor")
+    by_k = MOSPLProblem(model, sp, X, y, kernel_product="matrix")
+    assert by_x.K_factor is not None and not hasattr(by_x, "K")
+    G = rng.uniform(-1.0, 1.0, size=(25, by_x.n_var))
+    G[:, -1] = rng.uniform(0.0, 5.0, size=25)
+    (D1, R1), (D2, R2) = by_x.decision_and_reg(G), by_k.decision_and_reg(G)
+    scale = float(np.abs(G[:, :n]).sum(axis=1).max() * np.abs(X @ X.T).max())  # |K beta| <= |beta|_1 max|K|
+    np.testing.assert_allclose(D1, D2, rtol=0, atol=1e-13 * scale)
+    np.testing.assert_allclose(R1, R2, rtol=1e-11, atol=1e-13 * scale)
+    # an RBF kernel has no factor: both settings form the kernel matrix
+    rbf = MOSPLProblem(get_model("svm", C=1.0, gamma=0.1), sp, X, y, kernel_product="factor")
+    assert rbf.K_factor is None and rbf.K.shape == (n, n)
+
+
+def test_an_unknown_kernel_product_is_one_config_error():
+    X, y = _blobs(20, 2)
+    with pytest.raises(ConfigError, match="kernel_product"):
+        MOSPL(model="svm", model_params={"kernel": "linear"}, pop_size=6, n_gen=2, kernel_product="dense").fit(X, y)
+
+
 def test_old_rules_give_each_method_its_own_overrides():
-    assert OLD_RULES["mospl"] == (MODEL_FULL_FIT_TABLES, MODEL_FULL_FIT)
-    assert rule_overrides("11", "mospl") == list(MODEL_FULL_FIT)
+    assert OLD_RULES["mospl"] == (MOSPL_OLD_TABLES, MOSPL_OLD_RULE)
+    assert rule_overrides("11", "mospl") == list(MOSPL_OLD_RULE)
     assert rule_overrides("11", "mospl", current_rule=True) == []
     assert rule_overrides("11", "gaga") == list(STEP_CANDIDATES)
     assert rule_overrides("11", "acs") == []
