@@ -126,3 +126,40 @@ def test_worker_processes_give_the_in_process_numbers_to_the_bit_and_a_new_place
             for name in ref:
                 np.testing.assert_array_equal(got[name], ref[name], err_msg=name)
             assert sorted(be.client.run(held).values()) == [2, 3]
+
+
+@pytest.mark.parametrize(("adaptive", "inner_v"), [(False, False), (True, False), (False, True)])
+def test_the_admm_on_the_client_is_the_admm_on_the_hosts_to_the_bit(adaptive, inner_v):
+    """``admm="client"`` (the w-steps on the client's copies of the hosts' G_i, b_i) against ``admm="hosts"``
+    (every w-step a message to the workers): the same iterates, Lagrangians and weights, bit for bit, with
+    residual balancing (refactorisations within a solve) and the v-step inside ADMM (new Gram matrices)."""
+    distributed = pytest.importorskip("dask.distributed")
+    d = make_dspl_regression(240, 4, 0.3, n_batches=5, rng=9)
+    kw = {"max_outer": 5, "adaptive_rho": adaptive, "v_in_admm": inner_v, "rho": 30.0 if adaptive else "auto"}
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None)
+    with cluster:
+        res = {}
+        for admm in ("client", "hosts"):
+            with DaskBackend(address=cluster.scheduler_address, admm=admm) as be:
+                res[admm] = dspl_solve(d.batches(), be, **kw)
+                assert be.admm_on == admm
+    a, b = res["client"], res["hosts"]
+    for x, y in ((a.z, b.z), (a.W, b.W), (a.alpha, b.alpha), (a.lagrangians, b.lagrangians)):
+        np.testing.assert_array_equal(x, y)
+    assert [h.admm_iters for h in a.history] == [h.admm_iters for h in b.history]
+    assert [h.rho for h in a.history] == [h.rho for h in b.history]
+
+
+def test_the_admm_goes_to_the_hosts_when_the_gram_matrices_are_large(monkeypatch):
+    distributed = pytest.importorskip("dask.distributed")
+    from spl_bench.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="admm"):
+        DaskBackend(admm="workers")
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None)
+    with cluster, DaskBackend(address=cluster.scheduler_address) as be:
+        be.place([Batch(np.ones((3, 4)), np.ones(3)) for _ in range(3)])  # m p^2 = 48
+        assert be.admm_on == "client"
+        monkeypatch.setattr(DaskBackend, "CLIENT_ADMM_NUMBERS", 47)
+        be.place([Batch(np.ones((3, 4)), np.ones(3)) for _ in range(3)])
+        assert be.admm_on == "hosts"

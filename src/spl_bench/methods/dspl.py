@@ -455,6 +455,7 @@ class DSPL(SPLEstimator):
                 max_outer=self.max_outer, max_admm=self.max_admm, adaptive_rho=self.adaptive_rho,
                 v_in_admm=self.v_in_admm, progress=lambda **f: self._progress("dspl", **f),
             )
+            self.admm_on_ = getattr(be, "admm_on", "client")  # the serial backend: all in this process
         self.result_ = res
         self.coef_ = res.z
         self.v_ = np.concatenate(res.v) if res.v is not None else None
@@ -474,4 +475,5 @@ class DSPL(SPLEstimator):
             "n_selected": float(h[-1].n_selected),
             "backend": self.backend_,
             "n_workers": int(self.n_workers_),
+            "admm_on": self.admm_on_,
         }

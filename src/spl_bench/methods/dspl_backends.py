@@ -75,7 +75,47 @@ def _aligned(a: Array) -> Array:
     return np.require(a, dtype=float, requirements=["C_CONTIGUOUS", "ALIGNED"])
 
 
-class BatchHost:
+class ConsensusSteps:
+    """The w-step of consensus ADMM, eq. (7), for some batches: their ``G_i``, ``b_i``, the factors of
+    ``G_i + rho I``, the duals ``alpha_i`` and the last ``w_i`` (rows in the order of the batches).
+
+    :class:`BatchHost` makes them where its batches live; :class:`DaskBackend` keeps a copy of each
+    host's on the client (``admm="client"``) and runs the ADMM iterations there, on the ``G_i``, ``b_i``
+    its hosts send once per ``v``: the same arithmetic on the same numbers.
+    """
+
+    def __init__(self, k: int, p: int) -> None:
+        self.G: list[Array] = []
+        self.b: list[Array] = []
+        self.cho: list[tuple[Array, bool]] = []
+        # the ADMM duals alpha_i and the last w_i; the client keeps the same alpha, updated by the same
+        # arithmetic, for (5) and (8)
+        self.alpha = np.zeros((k, p))
+        self.w = np.zeros((k, p))
+
+    def factor(self, rho: float) -> None:
+        """Cholesky of ``G_i + rho I`` once per ``(v_i, rho)``; every ADMM iteration reuses it."""
+        self.cho = [cho_factor(G + rho * np.eye(G.shape[0]), lower=True, check_finite=False) for G in self.G]
+
+    def w_step(self, z: Array | bytes, rho: float, dual_rho: float | None = None) -> bytes:
+        """Eq. (7) for every batch here, ``w_i = (G_i + rho I)^-1 (b_i - alpha_i + rho z)``, after the dual update.
+
+        The dual update of the previous ADMM iteration, ``alpha_i += dual_rho (w_i - z)`` with that
+        iteration's ``w_i`` and its new ``z`` (the one given), is made here first unless ``dual_rho``
+        is None (the first iteration after :meth:`__init__`): ``alpha_i`` stays here and only
+        ``z`` travels.  ``z`` may come as the bytes of a float64 array; the new ``w_i`` (one row per
+        batch) go back as the bytes of the ``(k, p)`` array (see :meth:`_HostBackend.rows`): a numpy
+        array costs a Dask message more to (de)serialise.
+        """
+        z = np.frombuffer(z) if isinstance(z, bytes) else np.asarray(z, dtype=float)
+        if dual_rho is not None:
+            self.alpha = self.alpha + dual_rho * (self.w - z)  # the client's update, row for row
+        self.w = np.array([cho_solve(c, b - a + rho * z, check_finite=False)
+                           for c, b, a in zip(self.cho, self.b, self.alpha, strict=True)]).reshape(self.alpha.shape)
+        return self.w.tobytes()
+
+
+class BatchHost(ConsensusSteps):
     """Some batches of DSPL and their state, kept in one process for the whole run.
 
     Parameters
@@ -91,14 +131,7 @@ class BatchHost:
         self.index = [int(i) for i in index]
         self.batches = [Batch(_aligned(b.X), _aligned(b.y)) for b in batches]  # a copy only if misaligned
         self.v = [np.ones(b.y.shape[0]) for b in self.batches]  # Algorithm 1 line 1: v_i^0 = 1
-        self.G: list[Array] = []
-        self.b: list[Array] = []
-        self.cho: list[tuple[Array, bool]] = []
-        p = self.batches[0].X.shape[1] if self.batches else 0
-        # the ADMM duals alpha_i and the last w_i of the batches here (rows in the order of index); the
-        # client keeps the same alpha, updated by the same arithmetic, for (5) and (8)
-        self.alpha = np.zeros((len(self.batches), p))
-        self.w = np.zeros((len(self.batches), p))
+        super().__init__(len(self.batches), self.batches[0].X.shape[1] if self.batches else 0)
         self._ell: list[Array] = []
         # the v-step of eq. (11) and the Gram matrices of its v, made ahead in the pass of
         # objectives() over X_i and taken over by v_step(); None when there is none
@@ -129,26 +162,10 @@ class BatchHost:
             self._gram_current = True
         return [float(np.trace(G)) for G in self.G]
 
-    def factor(self, rho: float) -> None:
-        """Cholesky of ``G_i + rho I`` once per ``(v_i, rho)``; every ADMM iteration reuses it."""
-        self.cho = [cho_factor(G + rho * np.eye(G.shape[0]), lower=True, check_finite=False) for G in self.G]
-
-    def w_step(self, z: Array | bytes, rho: float, dual_rho: float | None = None) -> bytes:
-        """Eq. (7) for every batch here, ``w_i = (G_i + rho I)^-1 (b_i - alpha_i + rho z)``, after the dual update.
-
-        The dual update of the previous ADMM iteration, ``alpha_i += dual_rho (w_i - z)`` with that
-        iteration's ``w_i`` and its new ``z`` (the one given), is made here first unless ``dual_rho``
-        is None (the first iteration after :meth:`__init__`): ``alpha_i`` stays on the host and only
-        ``z`` travels.  ``z`` may come as the bytes of a float64 array; the new ``w_i`` (one row per
-        batch of :attr:`index`) go back as the bytes of the ``(k, p)`` array (see
-        :meth:`_HostBackend.rows`): a numpy array costs a Dask message more to (de)serialise.
-        """
-        z = np.frombuffer(z) if isinstance(z, bytes) else np.asarray(z, dtype=float)
-        if dual_rho is not None:
-            self.alpha = self.alpha + dual_rho * (self.w - z)  # the client's update, row for row
-        self.w = np.array([cho_solve(c, b - a + rho * z, check_finite=False)
-                           for c, b, a in zip(self.cho, self.b, self.alpha, strict=True)]).reshape(self.alpha.shape)
-        return self.w.tobytes()
+    def gram_blocks(self) -> bytes:
+        """The ``G_i`` then the ``b_i`` of the batches here (:meth:`gram`), as the bytes of one float64 array
+        (the client's ADMM, :class:`DaskBackend` with ``admm="client"``)."""
+        return np.concatenate([np.ravel(self.G), np.ravel(self.b)]).tobytes()
 
     def objectives(
         self, W: Array, z: Array, lam: float, sp: SPRegularizer, chunk: int = 4096, ahead: bool = False
@@ -360,9 +377,24 @@ class DaskBackend(_HostBackend):
         Seconds between checks that the workers of unfinished calls are still alive.
     wait_timeout : float
         Seconds to wait for ``n_workers`` workers of a SLURM cluster.
+    admm : {"auto", "client", "hosts"}
+        Where the ADMM iterations of eq. (7) run.  ``client``: each host sends its ``G_i``, ``b_i``
+        once per ``v`` (``m (p^2 + p)`` numbers) and the w-steps run here (:class:`ConsensusSteps`,
+        the hosts' own code), so an ADMM iteration costs no message; ``hosts``: on the workers, one
+        round trip to every host per iteration (at least a bare actor round trip, about 2 ms on a
+        local cluster; tens of iterations per outer iteration), and only ``p``-vectors travel.
+        ``auto`` (default): ``client`` while the ``G_i`` are at most :data:`CLIENT_ADMM_NUMBERS`
+        numbers in all, else ``hosts`` (whose factorisations, ``m p^3 / 3`` flops, then also run
+        in parallel).  The same numbers either way: the Gram passes over ``X_i``, the heavy part,
+        stay on the hosts.
     """
 
     name = "dask"
+    #: the host methods of the ADMM iterations, run on the client's copies with ``admm="client"``
+    CLIENT_ADMM = frozenset({"factor", "w_step"})
+    #: ``admm="auto"`` runs the ADMM on the client while ``m p^2`` is at most this (20 MB of G_i: p = 500 at
+    #: m = 10, p = 200 at m = 64)
+    CLIENT_ADMM_NUMBERS = 2_500_000
 
     def __init__(
         self,
@@ -374,10 +406,17 @@ class DaskBackend(_HostBackend):
         client: Any = None,
         poll: float = 0.5,
         wait_timeout: float = 600.0,
+        admm: str = "auto",
     ) -> None:
         super().__init__()
         from dask.distributed import Client, LocalCluster
 
+        if admm not in ("auto", "client", "hosts"):
+            raise ConfigError(f"DSPL cluster option admm must be 'auto', 'client' or 'hosts', got {admm!r}")
+        self.admm = admm
+        self.admm_on = "hosts" if admm == "hosts" else "client"  # auto: decided at place()
+        self._steps: list[ConsensusSteps] = []  # the client's copy of each host's ADMM state (admm="client")
+        self._steps_stale = True  # the hosts' G_i, b_i changed since the copies got theirs
         self.poll = float(poll)
         self._own_client = client is None
         self._cluster: Any = None
@@ -398,6 +437,32 @@ class DaskBackend(_HostBackend):
             self._cluster = LocalCluster(n_workers=int(n_workers), threads_per_worker=int(threads_per_worker),
                                          processes=bool(processes), dashboard_address=None)
             self.client = Client(self._cluster)
+
+    def place(self, batches: Sequence[Batch]) -> list[list[int]]:
+        index = super().place(batches)
+        p = batches[0].X.shape[1] if batches else 0
+        if self.admm == "auto":
+            self.admm_on = "client" if len(batches) * p * p <= self.CLIENT_ADMM_NUMBERS else "hosts"
+        self._steps = [ConsensusSteps(len(ix), p) for ix in index]  # alpha_i = 0, as on the new hosts
+        self._steps_stale = True
+        return index
+
+    def call(self, method: str, *per_host: Sequence[Any], **kwargs: Any) -> list[Any]:
+        """:meth:`_HostBackend.call`; with the ADMM on the client (``admm``) its ``factor`` and ``w_step`` run on
+        the client's copies of the hosts' state, which take the hosts' ``G_i``, ``b_i`` after each ``gram``."""
+        if self.admm_on != "client" or method not in self.CLIENT_ADMM:
+            out = super().call(method, *per_host, **kwargs)
+            if method == "gram":  # G_i, b_i of the current v_i (made now, or ahead by the last pass)
+                self._steps_stale = True
+            return out
+        if self._steps_stale:
+            for ix, steps, block in zip(self.index, self._steps, super().call("gram_blocks"), strict=True):
+                k, p = len(ix), steps.alpha.shape[1]
+                flat = np.frombuffer(block)
+                steps.G = list(flat[: k * p * p].reshape(k, p, p))
+                steps.b = list(flat[k * p * p:].reshape(k, p))
+            self._steps_stale = False
+        return [getattr(steps, method)(*(a[j] for a in per_host), **kwargs) for j, steps in enumerate(self._steps)]
 
     def worker_addresses(self) -> list[str]:
         """The workers the scheduler knows now, sorted."""
@@ -553,7 +618,7 @@ def slurm_cluster(options: dict[str, Any]) -> Any:
     return cluster
 
 
-CLUSTER_KEYS = ("address", "n_workers", "threads_per_worker", "processes", "slurm", "poll", "wait_timeout")
+CLUSTER_KEYS = ("address", "n_workers", "threads_per_worker", "processes", "slurm", "poll", "wait_timeout", "admm")
 
 #: ``backend=auto`` starts a local Dask cluster from this many rows on: below it the workers' start
 #: (seconds) and per-message latency cost more than they save.  Measured (results/bench/dspl_scaling_*,
