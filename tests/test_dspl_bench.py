@@ -48,7 +48,7 @@ def test_the_ceiling_loop_runs_alone_and_side_by_side(bench):
     c = bench.ceiling([1, 2], reps=30, p=8)
     assert c["ceiling"][1] == 1.0 and set(c["side_by_side"]) == {2}
     assert c["one"] > 0 and c["side_by_side"][2] > 0
-    assert c["ceiling"][2] == pytest.approx(2 * c["one"] / c["side_by_side"][2])
+    assert c["ceiling"][2] == pytest.approx(min(2.0, 2 * c["one"] / c["side_by_side"][2]))
 
 
 @pytest.mark.slow
