@@ -96,7 +96,7 @@ def test_slurm_cluster_from_the_config_group():
     assert estimator_factory(cfg)().cluster == cluster  # what DSPL.fit hands to make_backend
     assert cluster["slurm"]["jobs"] == 3 and cluster["n_workers"] == 4
     assert set(cluster) <= {"address", "n_workers", "threads_per_worker", "processes", "slurm", "poll",
-                            "wait_timeout"}
+                            "wait_timeout", "admm"}
     c = slurm_cluster({**cluster["slurm"], "jobs": 0})  # build it, submit nothing
     try:
         script = c.job_script()
