@@ -137,3 +137,47 @@ def test_v_star_on_a_population_of_loss_vectors(name, params):
     one = np.array([[sp.v_star(np.array([x]), 1.3)[0] for x in row] for row in L])
     assert V.shape == L.shape and np.array_equal(V, one)
     assert np.all(V[1, :2] == 0.0) and np.all(V[0, :3] == 1.0)
+
+
+# Losses for v_star_scaled: exact zeros, the thresholds at age 1 and their neighbours (E / M / D
+# boundaries), ordinary and huge values, infinity.
+_EDGES = [0.0, 1.0, np.nextafter(1.0, 0.0), np.nextafter(1.0, 2.0), 0.25, 1e-300, 1e300, np.inf]
+scaled_losses = st.lists(
+    st.one_of(st.sampled_from(_EDGES), st.floats(min_value=0.0, max_value=1e6, allow_nan=False)),
+    min_size=1, max_size=30,
+)
+
+
+@pytest.mark.parametrize(("name", "params"), REGS + [("mixture", {"gamma": 1e-3})])
+@settings(max_examples=60, deadline=None)
+@given(rows=st.lists(scaled_losses, min_size=1, max_size=4), scales=st.lists(
+    st.one_of(st.just(0.0), st.floats(min_value=1e-3, max_value=1e3)), min_size=4, max_size=4))
+def test_v_star_scaled_is_v_star_of_the_scaled_losses_to_the_bit(name, params, rows, scales):
+    """MOSPL's weights ``v*(z_p ell_pi, 1)``: the compiled pass (hard, linear, mixture, whose kernels
+    are :attr:`CompiledSP.exact`) repeats the numpy formula operation for operation, so the claim
+    is equality of the bits (MOSPL compares objectives exactly); the other regularizers take
+    ``v_star`` itself.  Thresholds of the mixture with gamma 0.5 and 2: 1/9 and 4/9."""
+    sp = get_sp(name, **params)
+    n = min(len(r) for r in rows)
+    L = np.array([r[:n] for r in rows], dtype=float)
+    z = np.array(scales[: len(rows)], dtype=float)
+    z[(z == 0.0) & np.isinf(L).any(axis=1)] = 1.0  # 0 * inf is a NaN loss, tested below
+    expected = sp.v_star(z[:, None] * L, 1.0)
+    got = sp.v_star_scaled(L, z)
+    assert got.shape == L.shape
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_v_star_scaled_takes_the_compiled_pass_only_where_it_is_exact():
+    assert {n for n in ("hard", "linear", "mixture", "polynomial", "log")
+            if type(get_sp(n)).compiled.exact} == {"hard", "linear", "mixture"}
+
+
+@pytest.mark.parametrize("name", ["linear", "mixture", "polynomial"])
+def test_v_star_scaled_refuses_a_nan_loss_as_v_star_does(name):
+    sp = get_sp(name)
+    L = np.array([[0.5, np.nan, 2.0], [0.1, 0.2, 0.3]])
+    with pytest.raises(FloatingPointError, match="NaN loss"):
+        sp.v_star_scaled(L, np.array([1.0, 1.0]))
+    with pytest.raises(FloatingPointError, match="NaN loss"), np.errstate(invalid="ignore"):  # 0 * inf
+        sp.v_star_scaled(np.array([[np.inf, 0.1]]), np.array([0.0]))

@@ -187,7 +187,7 @@ class MOSPLProblem:
 
     def weights(self, L: Array, z: Array) -> Array:
         """Induced weights ``v*(ell, 1/z) = v*(z ell, 1)`` of each row of ``L`` (``z = 0``: ``v = 1``)."""
-        return self.sp.v_star(z[:, None] * L, 1.0)
+        return self.sp.v_star_scaled(L, z)
 
     def evaluate_full(self, G: Array) -> tuple[Array, Array, Array]:
         """``(F, V, L)``: objectives ``[f1, f2]`` ``(p, 2)``, weights and losses ``(p, n)``."""

@@ -31,7 +31,7 @@ class HardSP(SPRegularizer):
     """
 
     v_affine_in_loss = True  # v* is constant (0 or 1) on each piece
-    compiled = CompiledSP(_mixed_nb, _thresholds_nb)
+    compiled = CompiledSP(_mixed_nb, _thresholds_nb, exact=True)
 
     def penalty(self, v: ArrayLike, lam: float) -> NDArray[np.float64]:
         return -lam * np.asarray(v, dtype=float)

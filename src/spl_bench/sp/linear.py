@@ -31,7 +31,7 @@ class LinearSP(SPRegularizer):
 
     clip_mixed_loss = False  # the closed form is smooth across ell = 0
     v_affine_in_loss = True  # v* = 1 - ell/lam on M
-    compiled = CompiledSP(_mixed_nb, _thresholds_nb)
+    compiled = CompiledSP(_mixed_nb, _thresholds_nb, exact=True)
 
     def penalty(self, v: ArrayLike, lam: float) -> NDArray[np.float64]:
         v = np.asarray(v, dtype=float)

@@ -37,7 +37,7 @@ def _thresholds_nb(lam: float, gamma: float) -> tuple[float, float]:
 class MixtureSP(SPRegularizer):
     """Mixture regularizer with shape parameter ``gamma > 0`` (GAGA Table 3 column γ)."""
 
-    compiled = CompiledSP(_mixed_nb, _thresholds_nb, "gamma")
+    compiled = CompiledSP(_mixed_nb, _thresholds_nb, "gamma", exact=True)
 
     def __init__(self, gamma: float = 0.5) -> None:
         self.gamma = check_positive("mixture gamma", gamma)
