@@ -432,3 +432,79 @@ def test_active_set_weighted_lasso_matches_coordinate_descent(seed, frac):
     if w is not None:  # None means "fall back to the model's solver"
         assert np.abs(w - ref).max() <= 1e-7 * (1 + np.abs(ref).max())
         assert model.kkt_violation(Params(coef=w), X, y, v) <= 1e-10
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), n_dup=st.integers(1, 3), combo=st.booleans(), compiled=st.booleans())
+def test_weighted_lasso_with_columns_dependent_on_the_live_rows(seed, n_dup, combo, compiled):
+    """Columns equal (or one a sum of two others) on the rows with v > 0 but not on the others, as on
+    ailerons: the active set's equality systems are singular there.  The fit is still made by the
+    exact active-set solver (its degenerate pivots, ``rank_safe``), and it is the lasso's minimum:
+    checked against the subgradient conditions and against the objective value of scikit-learn's
+    coordinate descent (an independent solver), from a warm start whose support is dependent."""
+    from sklearn.linear_model import Lasso
+
+    from spl_bench.gaga.glm.inner import _active_set, weighted_lasso
+
+    rng = np.random.default_rng(seed)
+    n, d = 80, 6
+    X = rng.normal(size=(n, d))
+    v = rng.random(n) * (rng.random(n) < 0.7)
+    dead = v == 0
+    extra = []
+    for k in range(n_dup):  # equal to column k where v > 0, not where v = 0
+        col = X[:, k].copy()
+        col[dead] = rng.normal(size=dead.sum())
+        extra.append(col)
+    if combo:  # the sum of columns 1 and 2 where v > 0
+        col = X[:, 1] + X[:, 2]
+        col[dead] = rng.normal(size=dead.sum())
+        extra.append(col)
+    X = np.column_stack([X, *extra])
+    y = X[:, :d] @ rng.normal(size=d) + rng.normal(scale=0.5, size=n)
+    lev = 0.05 * float(np.abs(X.T @ (v * y)).max())
+    w0 = rng.normal(size=X.shape[1])  # every column active: a dependent support
+    w = weighted_lasso(X, y, v, lev, w0, compiled=compiled)
+    assert w is not None
+
+    def objective(u):
+        r = y - X @ u
+        return 0.5 * float(np.sum(v * r * r)) + lev * float(np.abs(u).sum())
+
+    corr = X.T @ (v * (y - X @ w))
+    on = w != 0
+    assert np.abs(corr[on] - lev * np.sign(w[on])).max(initial=0.0) <= 1e-9 * lev
+    assert np.abs(corr[~on]).max(initial=0.0) <= lev * (1 + 1e-9)
+    cd = Lasso(alpha=lev / v.sum(), fit_intercept=False, tol=1e-14, max_iter=200_000).fit(X, y, sample_weight=v)
+    assert objective(w) <= objective(cd.coef_) + 1e-9 * objective(cd.coef_)
+    # the support is independent on the live rows
+    assert np.linalg.matrix_rank(X[~dead][:, on]) == on.sum()
+    # where the plain active set (no pivots) returns a fit, it is the same minimum (it is checked now)
+    plain = _active_set(X, y, v, lev, w0, 500, rank_safe=False)
+    if plain is not None:
+        assert objective(plain) == pytest.approx(objective(w), rel=1e-9)
+
+
+def test_the_plain_active_set_refuses_a_singular_solve_it_used_to_return():
+    """The case the pivots are for (seed 247 of the test above): from a start with every column active,
+    the singular equality system of two columns equal on the live rows "solves" into +-1.8e15; the
+    inactive coordinates' conditions hold there, the active ones' do not.  The plain method now says
+    so (None), and :func:`weighted_lasso` makes the fit with its pivots."""
+    from spl_bench.gaga.glm.inner import _active_set, weighted_lasso
+
+    rng = np.random.default_rng(247)
+    n, d = 80, 6
+    X = rng.normal(size=(n, d))
+    v = rng.random(n) * (rng.random(n) < 0.7)
+    dead = v == 0
+    col = X[:, 0].copy()
+    col[dead] = rng.normal(size=dead.sum())
+    X = np.column_stack([X, col])
+    y = X[:, :d] @ rng.normal(size=d) + rng.normal(scale=0.5, size=n)
+    lev = 0.05 * float(np.abs(X.T @ (v * y)).max())
+    w0 = rng.normal(size=d + 1)
+    assert _active_set(X, y, v, lev, w0, 500, rank_safe=False) is None
+    for compiled in (False, True):
+        w = weighted_lasso(X, y, v, lev, w0, compiled=compiled)
+        assert w is not None and np.abs(w).max() < 10.0
+        assert (w[0] == 0.0) or (w[d] == 0.0)  # one of the two equal columns carries the pair

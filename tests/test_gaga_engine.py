@@ -96,6 +96,30 @@ def test_lasso_path_with_duplicated_columns_is_exact_for_the_original_design():
     assert [e["kind"] for e in path.events] == [e["kind"] for e in ref.events]
 
 
+
+def test_acs_fits_left_to_the_models_solver_are_counted(monkeypatch):
+    """A warm start's v-weighted lasso fit that the exact active-set solver does not finish is made by
+    the model's solver, and counted (``meta["n_fit_fallbacks"]``): one per fit when the exact solver
+    never finishes; none on the same path when it does."""
+    from spl_bench.gaga.glm import glm_system
+
+    X, y = _diabetes(n=60, d=5)
+    kw = dict(model="lasso", sp="linear", lam_range=(0.3, 2.0), alpha=0.01, options=EngineOptions(method="auto"))
+    calls = []
+    exact = glm_system.weighted_lasso
+    monkeypatch.setattr(glm_system, "weighted_lasso", lambda *a, **k: calls.append(exact(*a, **k)) or calls[-1])
+    ok = age_path(X, y, **kw)
+    assert len(calls) > 0 and all(w is not None for w in calls)
+    assert ok.meta["n_fit_fallbacks"] == 0
+    calls.clear()
+    monkeypatch.setattr(glm_system, "weighted_lasso", lambda *a, **k: calls.append(None))
+    failing = age_path(X, y, **kw)
+    assert failing.meta["n_fit_fallbacks"] == len(calls) > 0
+    # the model's solver finds the same partial optima: the same critical points
+    assert [e["kind"] for e in failing.events] == [e["kind"] for e in ok.events]
+    assert np.allclose([e["lam"] for e in failing.events], [e["lam"] for e in ok.events], rtol=1e-6)
+
+
 # --------------------------------------------------------------------- ODE solvers
 @pytest.mark.parametrize("method,stiff_steps", [(m, 40) for m in ODE_METHODS if m != "LSODA"] + [("auto", 1)])
 def test_every_ode_solver_gives_the_same_exact_path(method, stiff_steps):

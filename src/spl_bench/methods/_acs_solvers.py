@@ -264,9 +264,11 @@ class ExactLassoFits(_ModelMeasures):
         self.Xr = X if self.merge.trivial else np.ascontiguousarray(X[:, self.merge.keep])
         self.n_fits = 0
         self.n_fallbacks = 0
+        self.counts: dict[str, int] = {}  # the fits made with degenerate pivots ("pivoted")
 
     def info(self) -> dict[str, Any]:
         return {"inner_fits": self.n_fits, "inner_fallbacks": self.n_fallbacks,
+                "inner_pivoted": self.counts.get("pivoted", 0),
                 "duplicate_columns": int(self.merge.group.size - self.merge.keep.size)}
 
     def fit_weighted(self, X: Array, y: Array, v: Array, warm: Params | None = None) -> Params:
@@ -277,7 +279,7 @@ class ExactLassoFits(_ModelMeasures):
         if not np.any(v > 0):
             return Params(coef=np.zeros(d))
         w0 = np.zeros(self.Xr.shape[1]) if warm is None or warm.coef is None else self.merge.reduce(warm.coef)
-        w = weighted_lasso(self.Xr, y, v, self.lev, w0)
+        w = weighted_lasso(self.Xr, y, v, self.lev, w0, counts=self.counts)
         if w is not None:
             return Params(coef=w if self.merge.trivial else self.merge.expand(w))
         self.n_fallbacks += 1

@@ -74,6 +74,12 @@ class GLMSystem(GLMDesign, PathSystem):
     n_woodbury = 0
     #: why the compiled route is not taken, once said (:meth:`_no_compiled_kernels`)
     compiled_route_note: str | None = None
+    #: v-weighted fits the exact solver did not finish, made by the model's solver instead
+    #: (:meth:`fit_weighted`; class default: old checkpoints resume)
+    n_fit_fallbacks = 0
+    #: of the exact lasso fits, those made with degenerate pivots (columns dependent on the live rows;
+    #: :func:`~spl_bench.gaga.glm.inner.weighted_lasso`)
+    n_pivoted_fits = 0
 
     def __init__(self, model: Model, sp: SPRegularizer, X: Array, y: Array) -> None:
         PathSystem.__init__(self, model, sp, X, y)
@@ -301,17 +307,21 @@ class GLMSystem(GLMDesign, PathSystem):
         Quadratic datafit with L1: the exact active-set solver.  A smooth datafit with a smooth
         penalty: damped Newton (:meth:`newton_fit`; with ``refine_min_dim`` or more unknowns its
         systems are solved by refinement, below that by a Cholesky factor of the Hessian).
-        Otherwise, or if these do not converge, the model's solver.
+        Otherwise, or if these do not converge, the model's solver (counted: ``n_fit_fallbacks``).
         """
         if isinstance(self.datafit, Quadratic) and isinstance(self.penalty, L1):
+            counts: dict[str, int] = {}
             w = weighted_lasso(self.X, self.y, v, self.penalty.level(self.n), warm.coef,
-                               compiled=self.compiled_fits)
+                               compiled=self.compiled_fits, counts=counts)
+            self.n_pivoted_fits += counts.get("pivoted", 0)
             if w is not None:
                 return Params(coef=w)
+            self.n_fit_fallbacks += 1
         elif self.smooth_fit() and warm.coef is not None and np.isfinite(warm.coef).all():
             out = self.newton_fit(v, warm)
             if out is not None:
                 return out
+            self.n_fit_fallbacks += 1
         return self.model.fit_weighted(self.X, self.y, v, warm=warm)
 
     def fit_has_unique_minimiser(self) -> bool:
@@ -398,7 +408,9 @@ class GLMSystem(GLMDesign, PathSystem):
 
     def info(self) -> dict[str, Any]:
         out: dict[str, Any] = {"n_refined_solves": self.n_refined, "n_jacobian_factors": self.n_full_factors,
-                               "n_cholesky_skipped": self.n_cholesky_skipped, "n_woodbury_factors": self.n_woodbury}
+                               "n_cholesky_skipped": self.n_cholesky_skipped, "n_woodbury_factors": self.n_woodbury,
+                               "n_fit_fallbacks": self.n_fit_fallbacks,
+                               "n_pivoted_fits": self.n_pivoted_fits}
         if self.compiled_route_note is not None:
             out["compiled_route"] = self.compiled_route_note
         return out

@@ -23,6 +23,10 @@ from numba import njit
 
 from spl_bench.gaga.core.lu_nb import lu_factor, lu_solve
 
+#: the active coordinates' subgradient conditions on the result, relative to ``lev`` (also
+#: :data:`spl_bench.gaga.glm.inner.ACTIVE_TOL`; a global of the compiled function, so it is set here)
+ACTIVE_TOL = 1e-7
+
 
 @njit(cache=True)
 def _extend_gram(X: np.ndarray, v: np.ndarray, G: np.ndarray, have: np.ndarray, idx: np.ndarray) -> None:
@@ -101,6 +105,11 @@ def weighted_lasso(X: np.ndarray, y: np.ndarray, v: np.ndarray, lev: float, w0: 
                 if abs(corr[j]) - lev > best:
                     best, add_one = abs(corr[j]) - lev, j
         if d == 0 or n_add == 0:
+            # the active coordinates' conditions too (a singular system solves into a point
+            # that does not satisfy them; inner.ACTIVE_TOL)
+            for j in range(d):
+                if active[j] and w[j] != 0 and abs(corr[j] - lev * sign[j]) > ACTIVE_TOL * lev:
+                    return w, False
             return w, True
         if n_round > 3:  # after a few rounds add one coordinate at a time (no cycling)
             active[add_one] = True
