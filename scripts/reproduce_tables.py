@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from spl_bench.errors import SplBenchError, environment_error
-from spl_bench.runner.cells import method_of, table_cells
+from spl_bench.runner.cells import method_of, old_rule_reruns, table_cells
 from spl_bench.runner.plan import cell_states, plan_lines
 from spl_bench.runner.reproduce import companion_states, log_line, pending_tasks, refresh_indexes, run_tables
 from spl_bench.table_registry import OLD_RULES, PROTOCOL_VARIANTS, TABLES, step_rule_key
@@ -68,7 +69,9 @@ def main() -> int:
                     help="the cells of GAGA and MOSPL only, under their current rule where the table's committed "
                          "rows are on an old one (GAGA: step-point candidates; MOSPL: the model's full fit and the "
                          "kernel matrix's product): the reruns of issue 62, written beside those rows, not read by "
-                         "the tables until the table leaves the method's keys in table_registry.OLD_RULES")
+                         "the tables until the table leaves the method's keys in table_registry.OLD_RULES. Without "
+                         "it a sweep (and its --plan) makes the cells that owe such a rerun under the current rule "
+                         "too, beside the other methods' cells, so that no run is made twice")
     ap.add_argument("--no-shared-fits", action="store_true",
                     help="do not write a GAGA / ACS cell's equal-candidates rows from its own fits (Tables 2-3)")
     ap.add_argument("--smoke", action="store_true", help="regenerate the drift-check reference")
@@ -79,6 +82,11 @@ def main() -> int:
     try:
         cells = [c for t in args.tables
                  for c in table_cells(t, args.methods, args.data, args.variant, args.where, args.current_rule)]
+        if not args.report_only and not args.current_rule:
+            # a cell still on an old rule whose rows the current rule changes is made under the current
+            # rule (beside the rows the table reads until it leaves the rule), so no run is made twice
+            owed = {replace(c, current_rule=False): c for c in old_rule_reruns(cells)}
+            cells = [owed.get(c, c) for c in cells]
         if args.report_only:
             # the index follows the configs: rows written by several machines / worktrees merge here; a cell's
             # equal-candidates rows come from its fits and follow its candidate rule, so their index too
@@ -90,11 +98,12 @@ def main() -> int:
                 for line in plan_lines(states, runs, args.jobs):
                     print(line)
                 twins = companion_states(states)
-                whole = args.current_rule and not args.data and not args.where  # every such cell of the tables
+                whole = not args.data and not args.where  # every such cell of the tables
                 for table in args.tables if whole else ():
                     key = step_rule_key(table, args.variant)  # a variant's cells leave an old rule on their own
                     for method, (keys, _) in OLD_RULES.items():
-                        mine = [st for st in states if st.cell.table == table and method_of(st.cell) == method]
+                        mine = [st for st in states if st.cell.table == table and method_of(st.cell) == method
+                                and st.cell.current_rule]
                         mine += [t for st in mine for t in twins.get(st.cell, [])]
                         if mine and all(set(range(runs)) <= st.done for st in mine) and key in keys:
                             print(f"table {key}: every {method} cell (and its equal-candidates cell) rerun under "

@@ -103,3 +103,32 @@ def test_mospl_rows_of_both_full_fits_are_paired_by_seed(tmp_path, monkeypatch):
     (row,) = rule_summary(pairs).itertuples(index=False)
     assert (row.seeds, row.values_moved, row.paths_changed) == (2, 1, 0)  # no critical points: no path to compare
     assert row.max_abs_move == pytest.approx(0.016)
+
+
+def test_the_reruns_an_old_rule_owes_are_planned_under_the_current_rule(tmp_path, monkeypatch):
+    """A GAGA cell of a table still on the step rule owes its rerun under the current rule; so does a
+    MOSPL cell of a linear-kernel SVM table on MOSPL's old rule, not one of a lasso table (its old rule
+    stays, docs/mospl.md); a table that left the rule owes nothing, nor does a method without one.
+    The plan counts the reruns once, in its total, and says which they are."""
+    from spl_bench.runner import cells
+    from spl_bench.runner.plan import plan_lines
+
+    monkeypatch.setitem(cells.OLD_RULES, "gaga", (frozenset({"9"}), cells.OLD_RULES["gaga"][1]))
+    monkeypatch.setitem(cells.OLD_RULES, "mospl", (frozenset({"9", "12"}), cells.OLD_RULES["mospl"][1]))
+    t9 = cells.table_cells("9", ["gaga", "mospl", "acs"], where=["model.params.alpha=0.001"])
+    t12 = cells.table_cells("12", ["gaga", "mospl"], where=["model.params.C=1.0"])
+    t13 = cells.table_cells("13", ["gaga"], where=["noise.rate=0.4"])
+    owed = cells.old_rule_reruns(t9 + t12 + t13)
+    assert [(c.table, cells.method_of(c)) for c in owed] == [("9", "gaga"), ("12", "mospl")]
+    assert all(c.current_rule for c in owed) and cells.old_rule_reruns(owed) == []
+    # one seed of the GAGA rerun made; none of the MOSPL one: 19 + 20 runs, both in the total
+    states = cell_states(owed, tmp_path)
+    states[0].done = {0}
+    states[0].sec_per_run, states[1].sec_per_run = 10.0, 30.0
+    lines = plan_lines(states, 20)
+    total = next(line for line in lines if line.startswith("total:"))
+    assert total.startswith("total: 39 runs left in 2 cells")
+    (rerun,) = [line for line in lines if "under the current rule" in line]
+    assert "of which 39 runs in 2 cells" in rerun and "gaga: 19 runs, tables 9; mospl: 20 runs, tables 12" in rerun
+    assert "ETA 13 min" in rerun  # 19 * 10 + 20 * 30 = 790 s
+    assert all("[current rule]" in line for line in lines[:2])

@@ -288,3 +288,27 @@ def method_of(cell: Cell) -> str:
         if o.startswith("method="):
             return o.split("=", 1)[1]
     return "?"
+
+
+def old_rule_reruns(cells: Iterable[Cell]) -> list[Cell]:
+    """The reruns still owed by ``cells`` (a table's cells as the tables read them): each cell of a method
+    whose table key is still on that method's old rule (:data:`OLD_RULES`), as the cell under the current
+    rule (:attr:`Cell.current_rule`), where the rule changes its rows (issue 62).
+
+    GAGA's step-point candidates leave every table.  MOSPL's old rule (the model's own full fit, the
+    kernel matrix's product) is kept where it changes nothing worth a rerun and leaves the linear-kernel
+    SVM cells only (docs/mospl.md, "The full fit and the kernel product"), so only those are owed.
+    """
+    out = []
+    for cell in cells:
+        method = method_of(cell)
+        if cell.current_rule or method not in OLD_RULES:
+            continue
+        if step_rule_key(cell.table, cell.variant) not in OLD_RULES[method][0]:
+            continue
+        if method == "mospl":
+            model = compose_cell(cell).model
+            if not (model.name == "svm" and model.params.get("kernel") == "linear"):
+                continue
+        out.append(replace(cell, current_rule=True))
+    return out

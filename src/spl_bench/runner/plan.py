@@ -207,7 +207,8 @@ def plan_lines(states: list[CellState], runs: int, jobs: int = 1) -> list[str]:
             away["runs"] += left
             away["cells"] += 1
             away["sec"] += (per or 0.0) * left
-        stale = f"  stale: {len(st.stale)} file(s)" if st.stale else ""
+        # beside a rerun under the current rule: the rows its table reads on the old rule
+        stale = f"  {'beside' if st.cell.current_rule else 'stale'}: {len(st.stale)} file(s)" if st.stale else ""
         where = "" if st.data_here else "  download"
         per_s = "?" if per is None else f"{mark}{per:.1f}"
         lines.append(f"{st.cell.label:<80} {len(st.done):>3}/{runs} done  {per_s:>8} s/run  ETA {eta}{stale}{where}")
@@ -221,6 +222,7 @@ def plan_lines(states: list[CellState], runs: int, jobs: int = 1) -> list[str]:
         lines.append(f"       (of which {away['runs']} runs in {away['cells']} cells whose data is not in the data "
                      f"directory, downloaded on their first run: ETA {_fmt_seconds(away['sec'] / max(1, jobs))}; "
                      f"with the data here: {_fmt_seconds((total - away['sec']) / max(1, jobs))})")
+    lines += rerun_lines([st for st in states if st.cell.current_rule], runs, jobs)
     if ratio:
         n_re = sum(st.sec_retimed is not None for st in states)
         lines.append(f"       (re-timed: {n_re} cells, {len(ratio)} (table, method) families scaled; "
@@ -231,3 +233,28 @@ def plan_lines(states: list[CellState], runs: int, jobs: int = 1) -> list[str]:
         lines.append(f"from scratch: {sum(scratch.values()) / 3600:.1f} CPU-h for every offline cell of these tables "
                      f"at its paper's run count x seconds per run ({parts})")
     return lines
+
+
+def rerun_lines(states: list[CellState], runs: int, jobs: int = 1) -> list[str]:
+    """The part of a plan made under the current rule beside rows the tables read on an old rule
+    (``states`` of cells with :attr:`~spl_bench.runner.cells.Cell.current_rule`; a sweep makes
+    a cell still owed such a rerun that way, :func:`~spl_bench.runner.cells.old_rule_reruns`): its
+    runs left by method, with their tables, and their ETA; already in the plan's total."""
+    if not states:
+        return []
+    estimates = seconds_per_run(states, _family_ratios(states))
+    by_method: dict[str, tuple[int, list[str]]] = {}
+    n_left = n_cells = 0
+    sec = 0.0
+    for st, (per, _, _) in zip(states, estimates, strict=True):
+        left = max(0, runs - len([s for s in st.done if s < runs]))
+        if not left:
+            continue
+        n_left, n_cells, sec = n_left + left, n_cells + 1, sec + (per or 0.0) * left
+        n, tables = by_method.get(method_of(st.cell), (0, []))
+        by_method[method_of(st.cell)] = (n + left, tables if st.cell.table in tables else [*tables, st.cell.table])
+    if not n_left:
+        return [f"current rule: every cell made under it beside an old rule's rows has {runs} runs"]
+    parts = "; ".join(f"{m}: {n} runs, tables {', '.join(t)}" for m, (n, t) in by_method.items())
+    return [f"       (of which {n_left} runs in {n_cells} cells under the current rule, beside rows their tables "
+            f"read on an old rule ({parts}): ETA {_fmt_seconds(sec / max(1, jobs))} with {jobs} job(s))"]
