@@ -292,3 +292,28 @@ def test_warm_start_sets_from_the_margins(kernel):
     assert ref is not None
     obj = lambda t: 0.5 * t @ Q @ t - t.sum()  # noqa: E731
     assert abs(obj(a2) - obj(ref[0])) <= 1e-8 * (1.0 + abs(obj(ref[0])))
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf"])
+def test_the_dual_products_through_the_low_rank_factor_are_q_times_a(kernel):
+    """``Q a`` (all rows and a mask of rows) and ``a^T Q a`` of the SVM path system: with a linear
+    kernel through ``Q = G G^T`` (O(n d)), which rounds otherwise than the n x n product, so the
+    claim is agreement to 1e-12 of the terms' scale; with an RBF kernel the product itself."""
+    from spl_bench.gaga.systems import make_system
+
+    X, y = data("digits", 160)
+    model = get_model("svm", C=1.0, kernel=kernel, gamma=0.02)
+    sysm = make_system(model, get_sp("linear"), X, y)
+    assert (sysm.G is not None) == (kernel == "linear")
+    rng = np.random.default_rng(3)
+    a = rng.uniform(0.0, 1.0, size=len(y)) * (rng.random(len(y)) < 0.6)
+    ref = sysm.Q @ a
+    scale = np.abs(sysm.Q).sum(axis=1).max()
+    assert np.abs(sysm._Qa(a) - ref).max() <= 1e-12 * scale
+    rows = rng.random(len(y)) < 0.3
+    assert np.abs(sysm._Qa(a, rows) - ref[rows]).max() <= 1e-12 * scale
+    params = Params(dual_coef=a, intercept=0.3, X_fit=X, y_fit=y, extra={"gamma": 0.02})
+    ell = model.datafit.of_margin(1.0 - ref - 0.3 * y)
+    expected = 0.5 * float(a @ sysm.Q @ a) + float(get_sp("linear").sp_objective(
+        get_sp("linear").v_star(ell, 1.5), ell, 1.5).sum())
+    assert sysm.objective(params, 1.5) == pytest.approx(expected, rel=1e-12)

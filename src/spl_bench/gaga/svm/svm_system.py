@@ -116,7 +116,7 @@ class SVMSystem(_SVMFactorMixin, PathSystem):
             dup = self.duplicates
             self.a = (np.bincount(dup, weights=self.a) / np.bincount(dup))[dup]
         self.b = float(params.intercept)
-        g = 1.0 - self.Q @ self.a - self.y * self.b
+        g = 1.0 - self._Qa(self.a) - self.y * self.b
         ell = C * np.maximum(g, 0.0)
         part = self.sp.partition(ell, lam)
         code = np.full(self.n, SVM_Z, dtype=np.int8)
@@ -129,6 +129,15 @@ class SVMSystem(_SVMFactorMixin, PathSystem):
         self._fix_fixed(lam)
         self._invalidate()
 
+    def _Qa(self, a: Array, rows: NDArray[np.bool_] | None = None) -> Array:
+        """``(Q a)[rows]`` (all rows if ``None``); with a linear kernel through ``Q = G G^T``:
+        ``G[rows] (G^T a)``, O(n d) instead of O(n^2) (Table 12, pendigits: these products were 44 %
+        of a run)."""
+        if self.G is None:
+            return self.Q @ a if rows is None else self.Q[rows] @ a
+        w = self.G.T @ a
+        return self.G @ w if rows is None else self.G[rows] @ w
+
     def _fix_fixed(self, lam: float) -> None:
         """Set ``a`` on the sets where it is not free (E_N, D: 0; E_P: C; M: C v*)."""
         c = self.code
@@ -136,7 +145,7 @@ class SVMSystem(_SVMFactorMixin, PathSystem):
         self.a[c == SVM_PE] = self.C
         m = c == SVM_PM
         if np.any(m):
-            g = 1.0 - self.Q[m] @ self.a - self.y[m] * self.b
+            g = 1.0 - self._Qa(self.a, m) - self.y[m] * self.b
             v = sp_v(self.sp, self.C * g, np.full(int(m.sum()), MIXED, np.int8), lam)
             self.a[m] = self.C * v
 
@@ -547,12 +556,13 @@ class SVMSystem(_SVMFactorMixin, PathSystem):
         last = self._last_fit
         if last is not None and params.dual_coef is last[0] and params.intercept == last[1]:
             return self.model.datafit.of_margin(last[2])  # the margins the fit computed
-        return self.model.datafit.of_margin(1.0 - self.Q @ params.dual_coef - self.y * params.intercept)
+        return self.model.datafit.of_margin(1.0 - self._Qa(params.dual_coef) - self.y * params.intercept)
 
     def objective(self, params: Params, lam: float) -> float:
         ell = self.losses(params)
         a = params.dual_coef
-        reg = 0.5 * float(a @ self.Q @ a)
+        w = None if self.G is None else self.G.T @ a  # the primal w: a^T Q a = |w|^2
+        reg = 0.5 * float(a @ self.Q @ a if w is None else w @ w)
         return float(reg + self.sp.sp_objective(self.sp.v_star(ell, lam), ell, lam).sum())
 
     def consistent(self, lam: float, tol: float = 1e-9) -> NDArray[np.intp]:
