@@ -131,7 +131,7 @@ STEP_CANDIDATES = ("method.candidates=steps", "method.ode_method=auto")
 #: are rerun under the current rule (issue 62; docs/mospl.md, "The full fit and the kernel product").
 MOSPL_OLD_TABLES = frozenset(
     {*TABLES, *(f"{t}@{v}" for t in TABLES for v in PROTOCOL_VARIANTS if v not in (EQUAL_VARIANT, CLEAN_VARIANT))}
-) - {"15", "11"}  # rerun under the current rule at 20 seeds (2026-11-29)
+) - {"15", "11", "12", "16"}  # rerun under the current rule at 20 seeds (2026-11-29)
 #: the overrides that give a MOSPL cell the rule its committed rows were made under
 MOSPL_OLD_RULE = ("method.full_fit=model", "method.kernel_product=matrix")
 
