@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from sklearn.datasets import load_breast_cancer, load_diabetes
 
@@ -436,6 +436,7 @@ def test_active_set_weighted_lasso_matches_coordinate_descent(seed, frac):
 
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 10_000), n_dup=st.integers(1, 3), combo=st.booleans(), compiled=st.booleans())
+@example(seed=1121, n_dup=1, combo=False, compiled=False)  # the plain solver ends on a dependent support
 def test_weighted_lasso_with_columns_dependent_on_the_live_rows(seed, n_dup, combo, compiled):
     """Columns equal (or one a sum of two others) on the rows with v > 0 but not on the others, as on
     ailerons: the active set's equality systems are singular there.  The fit is still made by the
@@ -464,7 +465,8 @@ def test_weighted_lasso_with_columns_dependent_on_the_live_rows(seed, n_dup, com
     y = X[:, :d] @ rng.normal(size=d) + rng.normal(scale=0.5, size=n)
     lev = 0.05 * float(np.abs(X.T @ (v * y)).max())
     w0 = rng.normal(size=X.shape[1])  # every column active: a dependent support
-    w = weighted_lasso(X, y, v, lev, w0, compiled=compiled)
+    counts: dict[str, int] = {}
+    w = weighted_lasso(X, y, v, lev, w0, compiled=compiled, counts=counts)
     assert w is not None
 
     def objective(u):
@@ -477,8 +479,11 @@ def test_weighted_lasso_with_columns_dependent_on_the_live_rows(seed, n_dup, com
     assert np.abs(corr[~on]).max(initial=0.0) <= lev * (1 + 1e-9)
     cd = Lasso(alpha=lev / v.sum(), fit_intercept=False, tol=1e-14, max_iter=200_000).fit(X, y, sample_weight=v)
     assert objective(w) <= objective(cd.coef_) + 1e-9 * objective(cd.coef_)
-    # the support is independent on the live rows
-    assert np.linalg.matrix_rank(X[~dead][:, on]) == on.sum()
+    # a fit made with the pivots has a support independent on the live rows; the plain solver's
+    # equality solves can still converge on a dependent one (seed 1121: both copies of column 0
+    # active), which is a minimum too (the lasso's minimiser is not unique there): checked above
+    if counts.get("pivoted"):
+        assert np.linalg.matrix_rank(X[~dead][:, on]) == on.sum()
     # where the plain active set (no pivots) returns a fit, it is the same minimum (it is checked now)
     plain = _active_set(X, y, v, lev, w0, 500, rank_safe=False)
     if plain is not None:

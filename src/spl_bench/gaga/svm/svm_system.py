@@ -13,6 +13,7 @@ from spl_bench.gaga.core.factors import AnyFactor, Factor, groups_hint
 from spl_bench.gaga.core.structured import SchurBlocks
 from spl_bench.gaga.core.system_base import Array, PathSystem, _has_mixed, sp_v, sp_weights
 from spl_bench.gaga.svm.acs_skip import svm_jump, svm_state
+from spl_bench.gaga.svm.events_nb import sample_events
 from spl_bench.gaga.svm.inner import WeightedSVMDual, canonical_duplicates, low_rank_factor
 from spl_bench.gaga.svm.kkt import KKTUpdate, MarginQR, MergedKKT
 from spl_bench.gaga.svm.reps import _Reps
@@ -328,11 +329,8 @@ class SVMSystem(_SVMFactorMixin, PathSystem):
     def _sample_events(self, g: Array, a: Array, c: NDArray[np.int8], lam: float) -> tuple[Array, Array]:
         """``(h1, h2)``: distances of margins ``g`` / duals ``a`` to the boundaries of sets ``c``."""
         lo, hi = self.sp.thresholds(lam)
-        aC = a / self.C
-        k1, k2 = self._H1[c], self._H2[c]
-        h1 = k1[:, 0] * g + k1[:, 1] * aC + (k1[:, 3] * lo + k1[:, 4] * hi) / self.C
-        h2 = k2[:, 0] * g + k2[:, 1] * aC + k2[:, 2] + (k2[:, 3] * lo + k2[:, 4] * hi) / self.C
-        h2[(c == SVM_N) | (c == SVM_PD)] = np.inf
+        h1, h2 = np.empty(g.shape[0]), np.empty(g.shape[0])
+        sample_events(g, a, c, self._H1, self._H2, float(lo), float(hi), float(self.C), SVM_N, SVM_PD, h1, h2)
         return h1, h2
 
     def events(self, theta: Array, lam: float, idx: NDArray[np.intp] | None = None) -> Array:
