@@ -18,7 +18,7 @@ finite = st.floats(-1e6, 1e6, allow_nan=False, allow_subnormal=True)
 
 
 def _numpy_events(g, a, c, lo, hi, C):
-    """The NumPy expressions the kernel replaced (SVMSystem._sample_events before 2026-11-30)."""
+    """The NumPy expressions the kernel replaced (SVMSystem._sample_events before 2026-11-29)."""
     aC = a / C
     k1, k2 = SVMSystem._H1[c], SVMSystem._H2[c]
     h1 = k1[:, 0] * g + k1[:, 1] * aC + (k1[:, 3] * lo + k1[:, 4] * hi) / C
