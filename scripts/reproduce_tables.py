@@ -109,9 +109,10 @@ def main() -> int:
                             print(f"table {key}: every {method} cell (and its equal-candidates cell) rerun under "
                                   f"the current rule at {runs} runs; {key!r} can leave its method's keys in "
                                   f"table_registry.OLD_RULES")
-                if twins and not args.no_shared_fits:
-                    more = len(pending_tasks(states, runs, None, twins)) - len(pending_tasks(states, runs, None))
-                    print(f"shared fits: the runs above also write {sum(len(t) for t in twins.values())} "
+                equal = companion_states(states, same_config=False)  # the equal-candidates cells alone
+                if equal and not args.no_shared_fits:
+                    more = len(pending_tasks(states, runs, None, equal)) - len(pending_tasks(states, runs, None))
+                    print(f"shared fits: the runs above also write {sum(len(t) for t in equal.values())} "
                           f"equal-candidates cells' rows; {more} more fits for seeds only those lack")
                 return 0
             slurm = {"slurm_partition": args.slurm_partition} if args.slurm_partition else None

@@ -183,8 +183,9 @@ def test_plan_prefers_todays_re_timings_and_scales_their_family(tmp_path):
     pd.DataFrame([{"rows_name": "gaga_table16", "cell_id": cells[0].cell_id, "seed": s, "cpu_s": c}
                   for s, c in ((0, 30.0), (1, 50.0))]).to_csv(path, index=False)
     assert retimed(path) == {("gaga_table16", cells[0].cell_id): 40.0}
-    states = [CellState(c, "h", tmp_path / "x.csv", {0}, [], committed, again)
-              for c, committed, again in zip(cells, (100.0, 200.0, 50.0), (40.0, None, None), strict=True)]
+    states = [CellState(c, f"h{i}", tmp_path / "x.csv", {0}, [], committed, again)  # three configurations
+              for i, (c, committed, again) in enumerate(zip(cells, (100.0, 200.0, 50.0), (40.0, None, None),
+                                                            strict=True))]
     plan = plan_lines(states, 3)
     assert "r40.0 s/run" in plan[0] and "≈80.0 s/run" in plan[1] and " 50.0 s/run" in plan[2]
     # 2 runs left per cell: (40 + 80 + 50) * 2 = 340 s; from the committed seconds (100 + 200 + 50) * 2
@@ -199,7 +200,7 @@ def test_plan_prefers_todays_re_timings_and_scales_their_family(tmp_path):
     pd.DataFrame([{"rows_name": "gaga_table16", "cell_id": cells[0].cell_id, "seed": 0, "cpu_s": 40.0,
                    "committed_s": 100.0}]).to_csv(path, index=False)
     assert retimed_ratios(path) == {("gaga_table16", cells[0].cell_id): 0.4}
-    states[0] = CellState(cells[0], "h", tmp_path / "x.csv", {0, 1}, [], 45.0, 40.0, 0.4)
+    states[0] = CellState(cells[0], "h0", tmp_path / "x.csv", {0, 1}, [], 45.0, 40.0, 0.4)
     assert "≈80.0 s/run" in plan_lines(states, 3)[1]
     # a cell whose data must be downloaded is marked, and its part of the ETA given on its own
     states[2].data_here = False
@@ -220,8 +221,8 @@ def test_a_family_scaled_cell_scales_only_its_seeds_older_than_the_family_re_tim
     are not scaled again; the older seeds are scaled by the family's ratio.  Without commit times
     (no git) the committed mean is scaled, as before."""
     cells = [Cell("16", "gaga_table16", (f"noise.rate={r}", "method=gaga")) for r in ("0.1", "0.2")]
-    states = [CellState(cells[0], "h", tmp_path / "x.csv", {0}, [], 100.0, 40.0, 0.4, retimed_since=5),
-              CellState(cells[1], "h", tmp_path / "y.csv", {0, 1, 2}, [], 100.0,
+    states = [CellState(cells[0], "h0", tmp_path / "x.csv", {0}, [], 100.0, 40.0, 0.4, retimed_since=5),
+              CellState(cells[1], "h1", tmp_path / "y.csv", {0, 1, 2}, [], 100.0,
                            seed_times=((200.0, 1), (60.0, 5), (40.0, 9)))]
     per, mark, committed = seconds_per_run(states)[1]
     # seed 0 (code of time 1) scaled: 200 * 0.4 = 80; seeds 1 and 2 (times 5, 9) at their own seconds

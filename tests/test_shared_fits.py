@@ -187,3 +187,44 @@ def test_the_report_moves_a_cells_equal_candidates_index_with_it(tmp_path, monke
             assert list(index["config_hash"]) == [cell_hash(compose_cell(cell))]
     twin = replace(gaga, variant="equal_candidates", current_rule=True)
     assert list(index["config_hash"]) == [cell_hash(compose_cell(twin))]  # the current rule's, after the switch
+
+
+def test_cells_of_one_configuration_in_two_tables_are_fitted_once(tmp_path, data_dir):
+    """Table 10's alpha 0.006 and Table 14's noise rate 0.3 are one configuration (music, lasso, linear
+    SP, 30 % noise): the sweep fits each seed once and writes both tables' rows, which are the rows each
+    cell gives run alone; the plan counts the configuration once."""
+    from spl_bench.runner.plan import from_scratch, plan_lines, runs_left, same_config_leaders
+
+    a = Cell("10", "gaga_table10", ("model.params.alpha=0.006", "method=acs"))
+    b = Cell("14", "gaga_table14", ("noise.rate=0.3", "method=acs"))
+    states = cell_states([a, b], tmp_path)
+    assert states[0].config_hash == states[1].config_hash
+    assert same_config_leaders(states) == {b: a}
+    assert runs_left(states, 2) == {a: 2, b: 0} and runs_left(states, 2, shared=False) == {a: 2, b: 2}
+    assert rp.pending_tasks(states, 2, None, rp.companion_states(states, tmp_path)) == [(a, 0), (a, 1)]
+    assert rp.pending_tasks(states, 1, None) == [(a, 0), (b, 0)]  # --no-shared-fits: each on its own
+    lines: list[str] = []
+    assert rp.run_tables(states, 1, log=lines.append, root=tmp_path) == {}
+    assert [line for line in lines if "seed 0:" in line][0].endswith("also gaga_table14)")
+    assert sum("seed 0:" in line for line in lines) == 1  # one fit
+    sa, sb = cell_states([a, b], tmp_path)
+    assert sa.done == sb.done == {0}
+    rows_b = read_cell(sb.file)
+    assert set(read_cell(sa.file)["experiment"]) == {"gaga_table10"} and set(rows_b["experiment"]) == {"gaga_table14"}
+    alone = {r["metric"]: r["value"] for r in rp.run_seed(b, 0)}
+    written = rows_b.set_index("metric")["value"]
+    for metric, value in alone.items():
+        assert written[metric] == pytest.approx(value, rel=REL)
+    # a seed the first cell has and the other lacks: one fit for the other, the first's file unchanged
+    store_of(sa, tmp_path).add(rp.run_seed(a, 1))
+    sa, sb = cell_states([a, b], tmp_path)
+    before = sa.file.read_bytes()
+    assert runs_left([sa, sb], 2) == {a: 1, b: 0}
+    assert rp.run_tables([sa, sb], 2, log=lines.append, root=tmp_path) == {}
+    assert sa.file.read_bytes() == before and cell_states([b], tmp_path)[0].done == {0, 1}
+    # the plan: one line names the cell it is fitted with, the from-scratch sum has the configuration once
+    sa, sb = cell_states([a, b], tmp_path)
+    text = "\n".join(plan_lines([sa, sb], 3))
+    assert "fitted with gaga_table10" in text and "total: 1 runs left" in text
+    (per, _), (per_b, _) = [(st.sec_per_run, st) for st in (sa, sb)]
+    assert from_scratch([sa, sb])["acs"] == pytest.approx(20 * max(per, per_b), rel=1e-12)

@@ -169,19 +169,53 @@ def _family_retimed_at(states: list[CellState]) -> dict[tuple[str, str], int]:
     return {k: max(t for t in v if t is not None) for k, v in at.items() if all(t is not None for t in v)}
 
 
+def same_config_leaders(states: list[CellState]) -> dict[Cell, Cell]:
+    """Cells that repeat another cell's configuration in another table, each mapped to the first cell
+    of ``states`` with its configuration hash (Table 8's pendigits cells are Table 16's at the same
+    noise rates, Table 11's C = 1.0 is Table 15's noise rate 0.3).  A seed of such a configuration is
+    one computation: the sweep fits it once and writes every table's rows from that fit
+    (:func:`~spl_bench.runner.reproduce.companion_states`), and the plan counts it once."""
+    first: dict[str, Cell] = {}
+    out: dict[Cell, Cell] = {}
+    for st in states:
+        lead = first.setdefault(st.config_hash, st.cell)
+        if lead != st.cell:
+            out[st.cell] = lead
+    return out
+
+
+def runs_left(states: list[CellState], runs: int, shared: bool = True) -> dict[Cell, int]:
+    """Fits left per cell to bring every cell to ``runs`` seeds.  With ``shared``, a cell that repeats
+    another's configuration (:func:`same_config_leaders`) has none of its own: the first cell of its
+    configuration counts every seed that one of them lacks (each is one fit, written to all)."""
+    missing = {st.cell: {s for s in range(runs) if s not in st.done} for st in states}
+    if not shared:
+        return {cell: len(m) for cell, m in missing.items()}
+    leaders = same_config_leaders(states)
+    union = {cell: set(m) for cell, m in missing.items() if cell not in leaders}
+    for follower, lead in leaders.items():
+        union[lead] |= missing[follower]
+    return {cell: len(union.get(cell, ())) for cell in missing}
+
+
 def from_scratch(states: list[CellState], estimates: list[tuple[float | None, str, float | None]] | None = None
                  ) -> dict[str, float]:
     """CPU seconds of the whole reproduction started again, by method: each offline cell (its data in the
     data directory) of the tables themselves (no protocol variant) at its paper's run count
     (:data:`~spl_bench.table_registry.PAPER_RUNS`) times its estimated seconds per run
-    (:func:`seconds_per_run`; a cell never timed counts 0 and is named in the plan's total)."""
+    (:func:`seconds_per_run`; a cell never timed counts 0 and is named in the plan's total).  A
+    configuration in several tables (:func:`same_config_leaders`) counts once."""
     estimates = seconds_per_run(states) if estimates is None else estimates
-    out: dict[str, float] = {}
+    once: dict[str, tuple[str, float]] = {}  # per configuration: (method, the largest of runs x seconds)
     for st, (per, _, _) in zip(states, estimates, strict=True):
         if st.cell.variant or not st.data_here or per is None:
             continue
         runs = PAPER_RUNS[TABLES[st.cell.table][1]]
-        out[method_of(st.cell)] = out.get(method_of(st.cell), 0.0) + runs * per
+        sec = max(runs * per, once.get(st.config_hash, ("", 0.0))[1])
+        once[st.config_hash] = (method_of(st.cell), sec)
+    out: dict[str, float] = {}
+    for method, sec in once.values():
+        out[method] = out.get(method, 0.0) + sec
     return out
 
 
@@ -196,8 +230,10 @@ def plan_lines(states: list[CellState], runs: int, jobs: int = 1) -> list[str]:
     estimates = seconds_per_run(states, ratio)
     lines, total, total_committed, unknown = [], 0.0, 0.0, 0
     away = {"runs": 0, "cells": 0, "sec": 0.0}  # cells whose data must be downloaded first
+    fits = runs_left(states, runs)
+    leaders = same_config_leaders(states)
     for st, (per, mark, committed) in zip(states, estimates, strict=True):
-        left = max(0, runs - len([s for s in st.done if s < runs]))
+        left = fits[st.cell]
         eta = "?" if per is None else _fmt_seconds(per * left)
         if left and per is None:
             unknown += 1
@@ -211,8 +247,10 @@ def plan_lines(states: list[CellState], runs: int, jobs: int = 1) -> list[str]:
         stale = f"  {'beside' if st.cell.current_rule else 'stale'}: {len(st.stale)} file(s)" if st.stale else ""
         where = "" if st.data_here else "  download"
         per_s = "?" if per is None else f"{mark}{per:.1f}"
-        lines.append(f"{st.cell.label:<80} {len(st.done):>3}/{runs} done  {per_s:>8} s/run  ETA {eta}{stale}{where}")
-    n_left = sum(max(0, runs - len(st.done)) for st in states)
+        same = f"  fitted with {leaders[st.cell].label}" if st.cell in leaders else ""
+        lines.append(f"{st.cell.label:<80} {len(st.done):>3}/{runs} done  {per_s:>8} s/run  ETA {eta}{stale}{where}"
+                     f"{same}")
+    n_left = sum(fits.values())
     lines.append(
         f"total: {n_left} runs left in {len(states)} cells, "
         f"ETA {_fmt_seconds(total / max(1, jobs))} with {jobs} job(s)"
@@ -222,7 +260,10 @@ def plan_lines(states: list[CellState], runs: int, jobs: int = 1) -> list[str]:
         lines.append(f"       (of which {away['runs']} runs in {away['cells']} cells whose data is not in the data "
                      f"directory, downloaded on their first run: ETA {_fmt_seconds(away['sec'] / max(1, jobs))}; "
                      f"with the data here: {_fmt_seconds((total - away['sec']) / max(1, jobs))})")
-    lines += rerun_lines([st for st in states if st.cell.current_rule], runs, jobs)
+    lines += rerun_lines([st for st in states if st.cell.current_rule], runs, jobs, fits)
+    if leaders:
+        lines.append(f"       ({len(leaders)} cells repeat the configuration of a cell of another table: fitted "
+                     f"with it, once per seed, and counted once here)")
     if ratio:
         n_re = sum(st.sec_retimed is not None for st in states)
         lines.append(f"       (re-timed: {n_re} cells, {len(ratio)} (table, method) families scaled; "
@@ -235,7 +276,7 @@ def plan_lines(states: list[CellState], runs: int, jobs: int = 1) -> list[str]:
     return lines
 
 
-def rerun_lines(states: list[CellState], runs: int, jobs: int = 1) -> list[str]:
+def rerun_lines(states: list[CellState], runs: int, jobs: int = 1, fits: dict[Cell, int] | None = None) -> list[str]:
     """The part of a plan made under the current rule beside rows the tables read on an old rule
     (``states`` of cells with :attr:`~spl_bench.runner.cells.Cell.current_rule`; a sweep makes
     a cell still owed such a rerun that way, :func:`~spl_bench.runner.cells.old_rule_reruns`): its
@@ -246,8 +287,9 @@ def rerun_lines(states: list[CellState], runs: int, jobs: int = 1) -> list[str]:
     by_method: dict[str, tuple[int, list[str]]] = {}
     n_left = n_cells = 0
     sec = 0.0
+    fits = runs_left(states, runs) if fits is None else fits
     for st, (per, _, _) in zip(states, estimates, strict=True):
-        left = max(0, runs - len([s for s in st.done if s < runs]))
+        left = fits[st.cell]
         if not left:
             continue
         n_left, n_cells, sec = n_left + left, n_cells + 1, sec + (per or 0.0) * left

@@ -33,7 +33,7 @@ from spl_bench.errors import DataError
 from spl_bench.paths import repo_root
 from spl_bench.runner.cells import Cell, companion_cells, compose_cell, method_of
 from spl_bench.runner.committed import record_failure, refresh_index, store_of
-from spl_bench.runner.plan import CellState, cell_states, seconds_per_run
+from spl_bench.runner.plan import CellState, cell_states, same_config_leaders, seconds_per_run
 
 #: seconds between two progress lines of one run in a sweep's log (a run of hours shows where it is)
 RUN_PROGRESS_INTERVAL = 300.0
@@ -82,9 +82,13 @@ def pending_tasks(states: list[CellState], runs: int, max_cell_seconds: float | 
     """
     per = [p for p, _, _ in seconds_per_run(states)]
     companions = companions or {}
+    # a cell of ``states`` that is another's companion (the same configuration) is run with it
+    with_other = {c.cell for cs in companions.values() for c in cs}
     tasks = []
     for seed in range(runs):
         for st, sec in zip(states, per, strict=True):
+            if st.cell in with_other:
+                continue
             if seed in st.done and all(seed in c.done for c in companions.get(st.cell, [])):
                 continue
             if max_cell_seconds is not None and sec is not None and sec > max_cell_seconds:
@@ -214,20 +218,32 @@ def run_tables(
     return failures
 
 
-def companion_states(states: list[CellState], root: Path | None = None) -> dict[Cell, list[CellState]]:
+def companion_states(states: list[CellState], root: Path | None = None, same_config: bool = True
+                     ) -> dict[Cell, list[CellState]]:
     """Each cell's companions (:func:`~spl_bench.runner.cells.companion_cells`) with their seeds done;
-    a companion that is itself one of ``states`` is run as a cell of its own."""
+    a companion that is itself one of ``states`` is run as a cell of its own.
+
+    ``same_config``: also, a cell of ``states`` that repeats the configuration of another (the same
+    hash in another table, :func:`~spl_bench.runner.plan.same_config_leaders`) is a companion of the
+    first such cell, with its own companions: one fit of a seed writes every table's rows (they
+    differ in the table's name only), and :func:`pending_tasks` gives it no task of its own."""
     own = {st.cell for st in states}
     twins = {st.cell: [c for c in companion_cells(st.cell) if c not in own] for st in states}
     known = {st.cell: st for st in cell_states(sorted({c for cs in twins.values() for c in cs}, key=str), root)}
-    return {cell: [known[c] for c in cs] for cell, cs in twins.items() if cs}
+    out = {cell: [known[c] for c in cs] for cell, cs in twins.items() if cs}
+    if same_config:
+        by_cell = {st.cell: st for st in states}
+        for follower, lead in same_config_leaders(states).items():
+            out.setdefault(lead, []).extend([by_cell[follower], *out.pop(follower, [])])
+    return out
 
 
 def refresh_indexes(states: list[CellState], root: Path | None = None) -> None:
     """Point the index entries of ``states`` and of their companions (:func:`companion_states`) at their
     current hashes: a cell's equal-candidates rows come from its fits and follow its candidate rule,
     so a table leaving the step rule moves both (``reproduce_tables.py --report-only``)."""
-    refresh_index(states + [t for ts in companion_states(states, root).values() for t in ts], root)
+    more = [t for ts in companion_states(states, root).values() for t in ts]
+    refresh_index(states + [t for t in more if t.cell not in {st.cell for st in states}], root)
 
 
 def log_line(text: str) -> None:
