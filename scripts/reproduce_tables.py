@@ -32,7 +32,7 @@ from pathlib import Path
 
 from spl_bench.errors import SplBenchError, environment_error
 from spl_bench.runner.cells import method_of, old_rule_reruns, table_cells
-from spl_bench.runner.plan import cell_states, plan_lines
+from spl_bench.runner.plan import cell_states, made_before, plan_lines
 from spl_bench.runner.reproduce import companion_states, log_line, pending_tasks, refresh_indexes, run_tables
 from spl_bench.table_registry import OLD_RULES, PROTOCOL_VARIANTS, TABLES, step_rule_key
 
@@ -74,6 +74,10 @@ def main() -> int:
                          "too, beside the other methods' cells, so that no run is made twice")
     ap.add_argument("--no-shared-fits", action="store_true",
                     help="do not write a GAGA / ACS cell's equal-candidates rows from its own fits (Tables 2-3)")
+    ap.add_argument("--refresh-made-before", default=None, metavar="COMMIT",
+                    help="run again the seeds whose rows were made by code without COMMIT (a fix that kept the "
+                         "configuration hash, e.g. aeaaaff: ACS's degenerate ages); their rows are replaced as "
+                         "each run finishes (docs/reproducing.md, 'Refreshing rows made before a fix')")
     ap.add_argument("--smoke", action="store_true", help="regenerate the drift-check reference")
     args = ap.parse_args()
 
@@ -94,6 +98,10 @@ def main() -> int:
         else:
             states = cell_states(cells)
             runs = args.runs
+            if args.refresh_made_before:
+                states, old = made_before(states, args.refresh_made_before)
+                print(f"refresh: {sum(len(s) for s in old.values())} seeds in {len(old)} cells were made by code "
+                      f"without {args.refresh_made_before}; they are run again and their rows replaced")
             if args.plan:
                 for line in plan_lines(states, runs, args.jobs):
                     print(line)

@@ -640,3 +640,54 @@ def test_table_lines_split_noise_rates_and_keep_per_method_parameters_together()
     varied = _cells([("music", 0.3, f"alpha={a}", m, "gen_error", "validation", 0.2, 0.0, 1, 0.2, 0.01, 0.0)
                      for a in (0.001, 0.002) for m in ("acs", "gaga")])
     assert list(row_summary(varied, "validation")["param"]) == ["alpha=0.001", "alpha=0.002"]
+
+
+def test_a_refresh_reruns_the_seeds_made_before_a_fix_and_replaces_their_rows(tmp_path, data_dir, monkeypatch):
+    """``--refresh-made-before``: seeds whose ``code_version`` lacks the fix's commit (or names no
+    commit) are run again and their rows replaced; seeds made with the fix stay, and a second
+    refresh has nothing to do.  The ancestry is a fake history (``old`` < ``fix`` < ``new``)."""
+    from spl_bench.runner.plan import made_before
+
+    cell = Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=original"))
+    states = cell_states([cell], tmp_path)
+    assert rp.run_tables(states, 3, log=lambda _: None, root=tmp_path) == {}
+    path = states[0].file
+    rows = read_row_file(path)
+    first = rows.copy()
+    rows["code_version"] = rows["seed"].map({0: "0.1.0+old", 1: "0.1.0+new", 2: "0.1.0+nogit"})
+    rows["value"] = np.where(rows["seed"] == 1, rows["value"], -1.0)  # the "wrong" values of the old code
+    write_row_file(rows, path)
+    after = {("fix", "new"): True, ("fix", "old"): False}
+    monkeypatch.setattr(commits, "resolve", lambda c: c if c in ("old", "fix", "new") else None)
+    monkeypatch.setattr(commits, "_is_ancestor", lambda a, c: after.get((a, c)))
+    fresh, old = made_before(cell_states([cell], tmp_path), "fix")
+    assert old == {cell: [0, 2]} and fresh[0].done == {1}
+    assert rp.pending_tasks(fresh, 3, None) == [(cell, 0), (cell, 2)]
+    assert rp.run_tables(fresh, 3, log=lambda _: None, root=tmp_path) == {}
+    got = read_row_file(path)
+    assert sorted(got["seed"].unique()) == [0, 1, 2] and len(got) == len(first)
+    # replaced by today's runs (an independent second computation: the same values as the first run)
+    merged = got.merge(first, on=["seed", "metric"], suffixes=("", "_first"))
+    assert np.allclose(merged["value"], merged["value_first"], rtol=1e-12, atol=0)
+    assert (got.loc[got["seed"] == 1, "code_version"] == "0.1.0+new").all()
+    assert not (got.loc[got["seed"] != 1, "code_version"].isin(["0.1.0+old", "0.1.0+nogit"])).any()
+    with pytest.raises(Exception, match="no commit of this checkout"):
+        made_before(cell_states([cell], tmp_path), "nonesuch")
+
+
+def test_contains_reads_the_checkouts_history():
+    """``commits.contains``: a version's commit includes its ancestors, not its descendants."""
+    import subprocess
+
+    from spl_bench.paths import repo_root
+
+    out = subprocess.run(["git", "-C", str(repo_root()), "rev-list", "--max-count=2", "HEAD"],
+                         capture_output=True, text=True)
+    heads = out.stdout.split()
+    if out.returncode != 0 or len(heads) < 2:
+        pytest.skip("no git history in this checkout (a source archive)")
+    head, parent = heads
+    assert commits.contains(f"0.1.0+{head[:7]}", parent) is True
+    assert commits.contains(f"0.1.0+{parent[:7]}", head) is False
+    assert commits.contains("0.1.0+nogit", head) is None and commits.contains(None, head) is None
+    assert commits.resolve(head[:7]) == head

@@ -38,3 +38,31 @@ def made_at(version: object) -> int | None:
     """Commit time of the code of a ``code_version`` (``None``: no git, no commit, or not in the history)."""
     commit = commit_of(version) if version is not None else None
     return None if commit is None else commit_times().get(commit)
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_ancestor(ancestor: str, commit: str) -> bool | None:
+    """``git merge-base --is-ancestor``: ``None`` when git cannot tell (no git, unknown commit)."""
+    try:
+        r = subprocess.run(["git", "-C", str(repo_root()), "merge-base", "--is-ancestor", ancestor, commit],
+                           capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {0: True, 1: False}.get(r.returncode)
+
+
+def contains(version: object, commit: str) -> bool | None:
+    """Whether the code of a ``code_version`` includes ``commit`` (it is that commit or a descendant);
+    ``None`` when it cannot be told (no commit in the version, or not in the checkout's history)."""
+    own = commit_of(version) if version is not None else None
+    return None if own is None else _is_ancestor(commit, own)
+
+
+def resolve(commit: str) -> str | None:
+    """The full hash of ``commit`` in the checkout's history (``None``: unknown)."""
+    try:
+        r = subprocess.run(["git", "-C", str(repo_root()), "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"],
+                           capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return r.stdout.strip() or None

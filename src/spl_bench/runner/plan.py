@@ -16,6 +16,7 @@ import pandas as pd
 from omegaconf import OmegaConf
 
 from spl_bench.data import has_local_copy
+from spl_bench.errors import SplBenchError
 from spl_bench.rowfiles import config_hash
 from spl_bench.rowstore import read_cell
 from spl_bench.runner import commits, run_config
@@ -95,6 +96,34 @@ def cell_states(cells: list[Cell], root: Path | None = None, retimed_path: Path 
                                 retimed_ratio=ruled.retimed_ratio, seed_times=ruled.seed_times,
                                 retimed_since=ruled.retimed_since)
     return states
+
+
+def made_before(states: list[CellState], commit: str) -> tuple[list[CellState], dict[Cell, list[int]]]:
+    """The states with the seeds whose rows were made by code without ``commit`` taken out of
+    ``done`` (so that a sweep runs them again and its rows replace theirs: ``CellStore.add``), and
+    those seeds per cell.
+
+    A fix that leaves the configuration hash as it was (a new default that changes numbers only
+    where the old code went wrong, e.g. ACS's degenerate ages, aeaaaff) leaves rows that the cell's
+    hash still counts as done; this is how a sweep refreshes them.  A row whose ``code_version``
+    names no commit of the checkout's history cannot be shown to include the fix and is run again.
+    """
+    full = commits.resolve(commit)
+    if full is None:
+        raise SplBenchError(f"--refresh-made-before: {commit!r} is no commit of this checkout's history")
+    out, seeds = [], {}
+    for st in states:
+        frame = read_cell(st.file) if st.done else pd.DataFrame()
+        if not len(frame) or "code_version" not in frame:
+            old = sorted(st.done)
+        else:
+            per = frame.drop_duplicates("seed").set_index("seed")["code_version"]
+            old = sorted(int(s) for s, v in per.items() if commits.contains(v, full) is not True)
+        if old:
+            seeds[st.cell] = old
+            st = replace(st, done=st.done - set(old))
+        out.append(st)
+    return out, seeds
 
 
 def _fmt_seconds(sec: float) -> str:
