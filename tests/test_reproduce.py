@@ -691,3 +691,32 @@ def test_contains_reads_the_checkouts_history():
     assert commits.contains(f"0.1.0+{parent[:7]}", head) is False
     assert commits.contains("0.1.0+nogit", head) is None and commits.contains(None, head) is None
     assert commits.resolve(head[:7]) == head
+
+
+def test_refresh_report_pairs_only_the_seeds_the_fix_replaced(tmp_path, monkeypatch):
+    """``runner.refresh``: a seed is paired when its old row (at ``before``) lacks the fix and its new row
+    has it; the summary counts the moves beyond 1e-8 relative and the runs that met a one-class age."""
+    from spl_bench.runner import refresh
+
+    def frame(values, versions, degenerate):
+        rows = []
+        for seed, (v, ver, d) in enumerate(zip(values, versions, degenerate, strict=True)):
+            for metric, x in (("accuracy", v), ("selection_accuracy", 0.5)):
+                rows.append({"seed": seed, "metric": metric, "value": x, "lam": 1.0, "code_version": ver,
+                             "info": json.dumps({"n_degenerate_ages": d})})
+        return pd.DataFrame(rows)
+
+    old = frame([0.9, 0.8, 0.7], ["0.1.0+old", "0.1.0+old", "0.1.0+new"], [0, 0, 0])
+    new = frame([0.9, 0.8 + 1e-12, 0.75], ["0.1.0+new", "0.1.0+new", "0.1.0+new"], [2, 0, 0])
+    path = tmp_path / "gaga_table6" / "table_row=t6_x,method=acs__abc.csv"
+    path.parent.mkdir()
+    write_row_file(new, path)
+    monkeypatch.setattr(refresh, "_at_commit", lambda p, before: old)
+    monkeypatch.setattr(commits, "_is_ancestor", lambda a, c: {("fix", "new"): True, ("fix", "old"): False}.get((a, c)))
+    pairs = refresh.refresh_pairs([path], "fix", "before")
+    assert list(pairs["seed"]) == [0, 1]  # seed 2 was made with the fix already
+    s = refresh.refresh_summary(pairs).iloc[0]
+    assert (s["seeds"], s["seeds_degenerate"], s["values_moved"]) == (2, 1, 0)
+    assert s["max_abs_move"] == pytest.approx(1e-12, rel=1e-3)
+    moved = refresh.refresh_summary(pairs.assign(value_new=[0.9, 0.81])).iloc[0]
+    assert moved["values_moved"] == 1 and moved["mean_new"] == pytest.approx(0.855, rel=1e-12)
