@@ -10,7 +10,6 @@ whose old row was made by code without the fix and whose new row by code with it
 from __future__ import annotations
 
 import io
-import json
 import subprocess
 from pathlib import Path
 
@@ -20,7 +19,7 @@ import pandas as pd
 from spl_bench.paths import repo_root
 from spl_bench.rowfiles import read_row_file, split_checked
 from spl_bench.runner import commits
-from spl_bench.runner.rule_change import MOVED_REL
+from spl_bench.runner.rule_change import MOVED_REL, info_dict, main_rows
 
 PAIR_COLUMNS = ["rows", "cell", "seed", "metric", "value_old", "value_new", "lam_old", "lam_new", "code_old",
                 "code_new", "n_degenerate_ages"]
@@ -35,17 +34,8 @@ def _at_commit(path: Path, before: str) -> pd.DataFrame:
     return pd.read_csv(io.BytesIO(split_checked(r.stdout)), dtype={"config_hash": str})
 
 
-def _main(frame: pd.DataFrame) -> pd.DataFrame:
-    frame = frame[~frame["metric"].astype(str).str.startswith("selection_")]
-    return frame.drop_duplicates("seed").set_index("seed")
-
-
 def _degenerate(info: object) -> float:
-    try:
-        out = json.loads(str(info))
-    except ValueError:
-        return np.nan
-    return float(out.get("n_degenerate_ages", np.nan)) if isinstance(out, dict) else np.nan
+    return float(info_dict(info).get("n_degenerate_ages", np.nan))
 
 
 def refresh_pairs(files: list[Path], fix: str, before: str) -> pd.DataFrame:
@@ -56,7 +46,7 @@ def refresh_pairs(files: list[Path], fix: str, before: str) -> pd.DataFrame:
         old, new = _at_commit(path, before), read_row_file(path)
         if not len(old) or not len(new):
             continue
-        a, b = _main(old), _main(new)
+        a, b = main_rows(old), main_rows(new)
         for seed in sorted(set(a.index) & set(b.index)):
             ra, rb = a.loc[seed], b.loc[seed]
             old_has, new_has = commits.contains(ra["code_version"], fix), commits.contains(rb["code_version"], fix)

@@ -32,15 +32,20 @@ PAIR_COLUMNS = ["table", "rows", "cell", "seed", "metric", "value_step", "value_
                 "code_step"]
 
 
-def _main_rows(path: Path) -> pd.DataFrame:
-    frame = read_cell(path)
+def main_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """A cell's rows of its reported metric (not the selection's), one per seed, indexed by seed."""
     if not len(frame):
         return frame
     frame = frame[~frame["metric"].astype(str).str.startswith("selection_")]
     return frame.drop_duplicates("seed").set_index("seed")
 
 
-def _info(info: object) -> dict:
+def _main_rows(path: Path) -> pd.DataFrame:
+    return main_rows(read_cell(path))
+
+
+def info_dict(info: object) -> dict:
+    """A row's ``info`` JSON as a dict (empty if it is not one)."""
     try:
         out = json.loads(str(info))
     except ValueError:
@@ -49,13 +54,13 @@ def _info(info: object) -> dict:
 
 
 def _n_candidates(info: object) -> float:
-    return float(_info(info).get("n_candidates", np.nan))
+    return float(info_dict(info).get("n_candidates", np.nan))
 
 
 def _n_critical(row: pd.Series) -> float:
     """The path's critical points (turning points and jumps) as the row records them (its columns, else
     its info); NaN if it does not."""
-    i = _info(row.get("info"))
+    i = info_dict(row.get("info"))
     parts = []
     for key in ("n_critical_turning", "n_critical_jump"):
         v = row.get(key)
