@@ -134,3 +134,51 @@ def test_an_option_added_later_keeps_the_key_at_its_earlier_behaviour():
     key_old = checkpoint_key(X, y, {}, old, _RUN_ONLY_OPTIONS)
     assert checkpoint_key(X, y, {}, EngineOptions(acs_warm_extrapolate=False), _RUN_ONLY_OPTIONS) == key_old
     assert checkpoint_key(X, y, {}, EngineOptions(), _RUN_ONLY_OPTIONS) != key_old
+
+
+def test_a_resumed_path_counts_the_earlier_processes_cpu_seconds_not_their_pauses(tmp_path, monkeypatch):
+    """The checkpoint keeps the CPU seconds spent before it; a pause before the interruption (a sweep
+    stopped with SIGSTOP, or a loaded machine) counts in the wall clock only.  A checkpoint written
+    before CPU seconds were saved gives NaN: no CPU measure of the run (its rows' cpu_s is not one)."""
+    import time
+
+    from spl_bench.gaga.core import checkpoint
+
+    X, y, mp = _problem("svm")
+    opts = EngineOptions(checkpoint_dir=str(tmp_path), checkpoint_every=0.0)
+    real_save, saves = checkpoint.save, []
+
+    def paused_save(*args, **kwargs):
+        saves.append(1)
+        time.sleep(0.1)  # the process paused (after the seconds of this checkpoint were read)
+        real_save(*args, **kwargs)
+
+    def stop(lam: float, n_critical: int) -> None:
+        if n_critical >= 10:
+            raise Interrupt
+
+    def interrupted() -> None:
+        with monkeypatch.context() as m:
+            m.setattr(checkpoint, "save", paused_save)
+            with pytest.raises(Interrupt):
+                age_path(X, y, model="svm", sp="linear", lam_range=(0.1, 5.0), options=opts, progress=stop, **mp)
+
+    interrupted()
+    (saved,) = tmp_path.glob("agepath-*.pkl")
+    state = pickle.loads(saved.read_bytes())
+    n_pauses = len(saves) - 1  # the pauses before the last checkpoint's seconds were read
+    assert n_pauses >= 2
+    resumed = age_path(X, y, model="svm", sp="linear", lam_range=(0.1, 5.0), options=opts, **mp)
+    wall, cpu = resumed.meta["time_before_resume_s"], resumed.meta["cpu_before_resume_s"]
+    assert cpu == state["cpu"] and wall == state["elapsed"]
+    assert np.isfinite(cpu) and cpu > 0.0
+    assert wall - cpu >= 0.09 * n_pauses  # the pauses are wall-clock time, not CPU time
+    # the same interruption, its checkpoint stripped of the CPU seconds (format of earlier code)
+    interrupted()
+    (saved,) = tmp_path.glob("agepath-*.pkl")
+    state = pickle.loads(saved.read_bytes())
+    del state["cpu"]
+    saved.write_bytes(pickle.dumps(state))
+    old = age_path(X, y, model="svm", sp="linear", lam_range=(0.1, 5.0), options=opts, **mp)
+    assert old.meta["n_resumes"] == 1 and np.isnan(old.meta["cpu_before_resume_s"])
+    np.testing.assert_array_equal(old.lambdas, resumed.lambdas)

@@ -169,6 +169,13 @@ def test_the_plan_prices_a_seed_by_its_cpu_seconds_where_its_row_has_them():
     seeds = pd.DataFrame({"time_s": [900.0, 50.0, 70.0], "cpu_s": [60.5, np.nan, ""]})
     assert list(seed_seconds(seeds)) == [60.5, 50.0, 70.0]  # a paused sweep's 900 s wall: 60.5 CPU-s
     assert list(seed_seconds(seeds.drop(columns="cpu_s"))) == [900.0, 50.0, 70.0]  # rows made before
+    # a fit resumed from a checkpoint without the earlier CPU seconds: no measure (its cpu_s adds wall clock)
+    infos = [json.dumps({"n_resumes": 1}), json.dumps({"n_resumes": 1, "cpu_before_resume_s": 20.0}),
+             json.dumps({"n_resumes": 0})]
+    got = seed_seconds(seeds.assign(info=infos, cpu_s=[2741.0, 61.0, 70.0]))
+    assert np.isnan(got.iloc[0]) and list(got.iloc[1:]) == [61.0, 70.0]
+    nan_cpu = json.dumps({"n_resumes": 2, "cpu_before_resume_s": float("nan")})
+    assert np.isnan(seed_seconds(seeds.assign(info=[nan_cpu] * 3)).iloc[0])
 
 
 def test_the_report_moves_a_cells_equal_candidates_index_with_it(tmp_path, monkeypatch):

@@ -200,6 +200,16 @@ def _tracker(saved: dict[str, Any] | None, mdl: Model, spr: SPRegularizer, X_pat
     return tr, system
 
 
+def cpu_before_resume(saved: dict[str, Any] | None) -> float | None:
+    """CPU seconds the path took in the processes before the checkpoint ``saved`` (``None``: none
+    resumed; NaN: a checkpoint written before they were saved, whose wall-clock seconds counted
+    pauses and other processes' work)."""
+    if saved is None:
+        return None
+    cpu = saved.get("cpu")
+    return float("nan") if cpu is None else float(cpu)
+
+
 def _run(tr: _Tracker, lam_min: float, lam_max: float, init: Params | None, opts: EngineOptions,
          file: Path | None, key: str | None, saved: dict[str, Any] | None) -> float:
     """GAGA Algorithm 2 to ``lam_max``: the ACS solve at ``lam_min`` (unless resumed), then the
@@ -207,12 +217,15 @@ def _run(tr: _Tracker, lam_min: float, lam_max: float, init: Params | None, opts
     the file removed at the end.  Returns the start time ``t0`` of ``meta["time_s"]``."""
     # time_s counts the time before the checkpoint this call resumed from
     t0 = time.perf_counter() - (saved["elapsed"] if saved is not None else 0.0)
+    # and its CPU seconds (a checkpoint from before they were saved: this process's only)
+    before = cpu_before_resume(saved)
+    c0 = time.process_time() - (before if before is not None and np.isfinite(before) else 0.0)
     last_save = time.monotonic()
 
     def after_segment() -> None:
         nonlocal last_save
         if file is not None and key is not None and time.monotonic() - last_save >= opts.checkpoint_every:
-            checkpoint.save(file, key, tr, time.perf_counter() - t0)
+            checkpoint.save(file, key, tr, time.perf_counter() - t0, time.process_time() - c0)
             last_save = time.monotonic()
 
     # many small dense solves: one BLAS thread is faster, and much faster on a loaded machine
@@ -239,6 +252,8 @@ def _meta(mdl: Model, spr: SPRegularizer, X: Array, lam_min: float, lam_max: flo
         "n_features": int(X.shape[1]),
         "time_s": time.perf_counter() - t0,
         "time_before_resume_s": saved["elapsed"] if saved is not None else 0.0,
+        # CPU seconds of the earlier processes (NaN: a checkpoint that did not record them)
+        "cpu_before_resume_s": cpu_before_resume(saved) if saved is not None else 0.0,
         "n_resumes": st.n_resumes,
         "n_solver_steps": st.n_steps,
         "n_rhs": st.n_rhs,

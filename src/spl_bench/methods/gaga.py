@@ -175,6 +175,7 @@ class GAGA(SPLEstimator):
         self.path_ = path
         self._fit_data_ = (X, y)  # the kernel SVM's candidates refer to the training rows (use_ages)
         self.time_before_resume_ = float(path.meta["time_before_resume_s"])
+        self.cpu_before_resume_ = float(path.meta["cpu_before_resume_s"])
         if self.candidates == "steps":
             idx, grid = self._step_candidates(path)
         else:
@@ -246,6 +247,8 @@ class GAGA(SPLEstimator):
             "n_path_points": len(self.path_),
             "path_time_s": float(self.path_.meta["time_s"]),
             "n_resumes": int(self.path_.meta["n_resumes"]),
+            # CPU seconds before the resume (NaN: not recorded; the row's cpu_s is then no CPU measure)
+            "cpu_before_resume_s": float(self.path_.meta["cpu_before_resume_s"]),
             "candidate_rule": str(self.candidates),
             "ode_method": str(self.path_.meta["ode_method"]),
             "n_solver_steps": int(self.path_.meta["n_solver_steps"]),

@@ -183,8 +183,9 @@ def run_shared(
     fit_time = time.perf_counter() - t0 + before
     # the fit's CPU seconds (this process, all its threads): what the run costs, whatever else the
     # machine was doing or however long the process was paused; the plan prices cells by it.  A fit
-    # resumed from a checkpoint adds the earlier part's wall-clock seconds (its CPU time was not kept)
-    fit_cpu = time.process_time() - c0 + before
+    # resumed from a checkpoint adds the earlier processes' CPU seconds (NaN where the checkpoint did
+    # not record them: its wall-clock seconds count pauses and other work, and are no CPU measure)
+    fit_cpu = time.process_time() - c0 + float(getattr(est, "cpu_before_resume_", 0.0))
     if after_fit is not None:
         after_fit(est, run)
     # the method's own candidates first: the control keeps only some of them

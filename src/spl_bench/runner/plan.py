@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -53,11 +54,28 @@ class CellState:
 def seed_seconds(seeds: pd.DataFrame) -> pd.Series:
     """Seconds of each seed's fit (one row per seed): its CPU seconds where the row records them
     (``cpu_s``, since 2026-11-29), else its wall-clock ``time_s``, which counts whatever else the
-    machine was doing and any pause of the sweep."""
+    machine was doing and any pause of the sweep.
+
+    NaN (no measure) for a fit resumed from a checkpoint that did not record the earlier processes'
+    CPU seconds (``info``: ``n_resumes`` > 0 without a finite ``cpu_before_resume_s``): its seconds add
+    the earlier part's wall clock, pauses included (Table 11, C 0.1, seed 1: 2,741 "CPU-s" of which
+    a 44-minute first part beside other work and a paused sweep; the same path takes 132 CPU-s)."""
     wall = pd.to_numeric(seeds["time_s"], errors="coerce")
-    if "cpu_s" not in seeds:
-        return wall
-    return pd.to_numeric(seeds["cpu_s"], errors="coerce").fillna(wall)
+    out = wall if "cpu_s" not in seeds else pd.to_numeric(seeds["cpu_s"], errors="coerce").fillna(wall)
+    if "info" in seeds:
+        return out.where(~seeds["info"].map(_resumed_without_cpu).astype(bool))
+    return out
+
+
+def _resumed_without_cpu(info: object) -> bool:
+    try:
+        i = json.loads(str(info))
+    except ValueError:
+        return False
+    if not isinstance(i, dict) or not i.get("n_resumes"):
+        return False
+    cpu = i.get("cpu_before_resume_s")
+    return not (isinstance(cpu, (int, float)) and np.isfinite(cpu))
 
 
 def cell_states(cells: list[Cell], root: Path | None = None, retimed_path: Path | None = None) -> list[CellState]:
@@ -75,7 +93,8 @@ def cell_states(cells: list[Cell], root: Path | None = None, retimed_path: Path 
         frame = read_cell(path)
         done = set(int(s) for s in frame["seed"].unique()) if len(frame) else set()
         seeds = frame.drop_duplicates("seed").set_index("seed") if len(frame) else frame
-        times = seed_seconds(seeds) if len(frame) else pd.Series(dtype=float)
+        times = seed_seconds(seeds).dropna() if len(frame) else pd.Series(dtype=float)
+        seeds = seeds.loc[times.index] if len(frame) else seeds  # the seeds with a measure of their seconds
         stale = sorted(p for p in path.parent.glob(f"{cell.cell_id}__*.csv") if p != path)
         rows = current_retimings(again.get((cell.rows_name, cell.cell_id)), times)
         since = None if rows is None or "code_version" not in rows else retimed_at(rows)

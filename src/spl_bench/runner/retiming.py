@@ -93,7 +93,9 @@ def todays_seconds(rows: pd.DataFrame, seeds: pd.DataFrame, since: int | None) -
     for seed, version in seeds["code_version"].items():
         made = commits.made_at(version)
         if int(seed) not in again.index and made is not None and made >= since:
-            per.append(float(seeds.at[seed, "time_s"]))
+            # its CPU seconds where the row records them (a loaded machine's wall clock is no measure)
+            cpu = float(seeds.at[seed, "cpu_s"]) if "cpu_s" in seeds else float("nan")
+            per.append(cpu if np.isfinite(cpu) else float(seeds.at[seed, "time_s"]))
     return fallback if len(per) == len(again) else float(np.mean(per))
 
 

@@ -77,14 +77,16 @@ def load(path: Path, key: str) -> dict[str, Any] | None:
     return state
 
 
-def save(path: Path, key: str, tracker: Any, elapsed: float) -> None:
-    """Write the tracker's state atomically (a temporary file, then a rename)."""
+def save(path: Path, key: str, tracker: Any, elapsed: float, cpu: float | None = None) -> None:
+    """Write the tracker's state atomically (a temporary file, then a rename), with the wall-clock
+    ``elapsed`` and the ``cpu`` seconds (process time) the path has taken so far."""
     import cloudpickle
 
     path.parent.mkdir(parents=True, exist_ok=True)
     progress, tracker.progress = tracker.progress, None  # the caller's callback is not state
     try:
         blob = cloudpickle.dumps({"format": FORMAT, "key": key, "elapsed": float(elapsed),
+                                  "cpu": None if cpu is None else float(cpu),
                                   "tracker": tracker}, protocol=pickle.HIGHEST_PROTOCOL)
     finally:
         tracker.progress = progress
