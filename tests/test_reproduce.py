@@ -252,6 +252,27 @@ def test_cell_states_record_each_seeds_code_time_and_the_re_timings(tmp_path, mo
     assert st.sec_retimed == pytest.approx((10.0 + 30.0) / 2, rel=1e-12)
 
 
+def test_seeds_resumed_without_their_cpu_seconds_are_left_out_and_their_re_timings_kept(tmp_path, monkeypatch):
+    """A seed resumed from a checkpoint that kept no CPU seconds has no measure (its cpu_s added the
+    earlier part's wall clock); a re-timing of it is today's CPU and still counts."""
+    monkeypatch.setattr(commits, "commit_times", lambda: {"aaa": 1, "bbb": 2})
+    cell = Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=original"))
+    path = cell.rows_file(cell_hash(compose_cell(cell)), tmp_path)
+    path.parent.mkdir(parents=True)
+    resumed, whole = json.dumps({"n_resumes": 1}), json.dumps({"n_resumes": 0})
+    write_row_file(pd.DataFrame([{"seed": s, "metric": "gen_error", "value": 0.1, "time_s": t, "cpu_s": t,
+                                  "code_version": "0.1.0+aaa", "info": i}
+                                 for s, t, i in ((0, 2700.0, resumed), (1, 30.0, whole), (2, 900.0, resumed))]), path)
+    st = cell_states([cell], tmp_path, tmp_path / "none.csv")[0]
+    assert st.n_unmeasured == 2 and st.sec_per_run == 30.0 and st.done == {0, 1, 2}
+    assert "2 seeds of 1 cells were resumed from checkpoints" in "\n".join(plan_lines([st], 3))
+    retimed = tmp_path / "retimed.csv"
+    pd.DataFrame([{"rows_name": "gaga_table2", "cell_id": cell.cell_id, "seed": 0, "cpu_s": 40.0,
+                   "committed_s": 2700.0, "code_version": "0.1.0+bbb"}]).to_csv(retimed, index=False)
+    again = cell_states([cell], tmp_path, retimed)[0]
+    assert again.sec_retimed == 40.0  # seed 0 at its re-timing; seeds 1-2 are older than it
+
+
 def test_a_re_timing_counts_only_while_its_seed_is_the_committed_one(tmp_path):
     """A re-timed seed that was run again (its committed seconds changed: new code, a rerun cell) no
     longer gives the cell's seconds per run; the seeds still committed as re-timed do."""

@@ -49,6 +49,8 @@ class CellState:
     retimed_since: int | None = None
     #: the hashed part of the cell's config (written beside its row file, :mod:`spl_bench.rowstore`)
     identity: dict[str, Any] | None = None
+    #: committed seeds whose seconds measure no CPU (resumed from a checkpoint that kept none, :func:`seed_seconds`)
+    n_unmeasured: int = 0
 
 
 def seed_seconds(seeds: pd.DataFrame) -> pd.Series:
@@ -60,11 +62,17 @@ def seed_seconds(seeds: pd.DataFrame) -> pd.Series:
     CPU seconds (``info``: ``n_resumes`` > 0 without a finite ``cpu_before_resume_s``): its seconds add
     the earlier part's wall clock, pauses included (Table 11, C 0.1, seed 1: 2,741 "CPU-s" of which
     a 44-minute first part beside other work and a paused sweep; the same path takes 132 CPU-s)."""
-    wall = pd.to_numeric(seeds["time_s"], errors="coerce")
-    out = wall if "cpu_s" not in seeds else pd.to_numeric(seeds["cpu_s"], errors="coerce").fillna(wall)
+    out = recorded_seconds(seeds)
     if "info" in seeds:
         return out.where(~seeds["info"].map(_resumed_without_cpu).astype(bool))
     return out
+
+
+def recorded_seconds(seeds: pd.DataFrame) -> pd.Series:
+    """The seconds each seed's row records: ``cpu_s`` where it has them, else ``time_s`` (what a
+    re-timing was compared with, :func:`~spl_bench.runner.retiming.current_retimings`)."""
+    wall = pd.to_numeric(seeds["time_s"], errors="coerce")
+    return wall if "cpu_s" not in seeds else pd.to_numeric(seeds["cpu_s"], errors="coerce").fillna(wall)
 
 
 def _resumed_without_cpu(info: object) -> bool:
@@ -94,9 +102,11 @@ def cell_states(cells: list[Cell], root: Path | None = None, retimed_path: Path 
         done = set(int(s) for s in frame["seed"].unique()) if len(frame) else set()
         seeds = frame.drop_duplicates("seed").set_index("seed") if len(frame) else frame
         times = seed_seconds(seeds).dropna() if len(frame) else pd.Series(dtype=float)
+        recorded = recorded_seconds(seeds) if len(frame) else times
         seeds = seeds.loc[times.index] if len(frame) else seeds  # the seeds with a measure of their seconds
         stale = sorted(p for p in path.parent.glob(f"{cell.cell_id}__*.csv") if p != path)
-        rows = current_retimings(again.get((cell.rows_name, cell.cell_id)), times)
+        # a re-timing is today's CPU of its seed, whatever the committed row's seconds measured
+        rows = current_retimings(again.get((cell.rows_name, cell.cell_id)), recorded)
         since = None if rows is None or "code_version" not in rows else retimed_at(rows)
         sec, ratio = (None, None) if rows is None else retimed_summary(rows)
         if rows is not None:
@@ -105,7 +115,7 @@ def cell_states(cells: list[Cell], root: Path | None = None, retimed_path: Path 
         seed_times = tuple((float(t), commits.made_at(versions.get(s))) for s, t in times.items())
         states.append(CellState(cell, h, path, done, stale, float(times.mean()) if len(times) else None, sec, ratio,
                                 has_local_copy(OmegaConf.to_container(cfg.data, resolve=True)), seed_times, since,
-                                ident))
+                                ident, len(recorded) - len(times)))
     # a rerun under the current rule with no seed yet follows the same paths as its table-rule cell:
     # that cell's seconds are its estimate
     for i, st in enumerate(states):
@@ -309,6 +319,10 @@ def plan_lines(states: list[CellState], runs: int, jobs: int = 1) -> list[str]:
                      f"directory, downloaded on their first run: ETA {_fmt_seconds(away['sec'] / max(1, jobs))}; "
                      f"with the data here: {_fmt_seconds((total - away['sec']) / max(1, jobs))})")
     lines += rerun_lines([st for st in states if st.cell.current_rule], runs, jobs, fits)
+    unmeasured = [st.n_unmeasured for st in states if st.n_unmeasured]
+    if unmeasured:
+        lines.append(f"       ({sum(unmeasured)} seeds of {len(unmeasured)} cells were resumed from checkpoints that "
+                     "kept no CPU seconds: their seconds per run leave them out)")
     if leaders:
         lines.append(f"       ({len(leaders)} cells repeat the configuration of a cell of another table: fitted "
                      f"with it, once per seed, and counted once here)")
