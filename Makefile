@@ -56,22 +56,23 @@ test-drift-slow: dev         ## drift checks of the tables whose cheapest commit
 lint: dev
 	$(BIN)/ruff check src tests scripts
 
-# Tables of the three papers (GAGA 2, 3, 5-16; Outlier-Path op2, op3), runs per cell, parallel runs.
+# Tables of the three papers (GAGA 2, 3, 5-16; Outlier-Path op2, op3), runs per cell (empty: each
+# table's paper's run count, GAGA 20 and Outlier-Path 10), parallel runs.
 TABLES ?= 2 3 5 6 7 8 9 10 11 12 13 14 15 16 op2 op3
-RUNS   ?= 20
+RUNS   ?=
 JOBS   ?= 1
 # runs of the clean-label reference (each GAGA row's plain model without noise: the reason column)
 CLEAN_RUNS ?= 5
 
 reproduce-tables: install    ## every table and figure of the papers, ours beside theirs (days on 2 cores; resumable)
-	$(BIN)/python scripts/reproduce_tables.py --tables $(TABLES) --runs $(RUNS) --jobs $(JOBS)
+	$(BIN)/python scripts/reproduce_tables.py --tables $(TABLES) $(if $(RUNS),--runs $(RUNS)) --jobs $(JOBS)
 	$(BIN)/python scripts/reproduce_tables.py --variant clean --tables $(filter-out op%,$(TABLES)) --runs $(CLEAN_RUNS) --jobs $(JOBS)
 	$(BIN)/python scripts/gaga_figures.py --fig 4 5
 	$(BIN)/python scripts/dspl_synthetic.py --only fig1 --only table2 --quick --runs 10
 	$(BIN)/python scripts/reproduce_tables.py --report-only
 
 reproduce-plan: install      ## every cell of those tables: runs done / left and an ETA from measured times
-	$(BIN)/python scripts/reproduce_tables.py --tables $(TABLES) --runs $(RUNS) --jobs $(JOBS) --plan
+	$(BIN)/python scripts/reproduce_tables.py --tables $(TABLES) $(if $(RUNS),--runs $(RUNS)) --jobs $(JOBS) --plan
 
 bench: install               ## speed benchmarks (quick sizes), written under results/bench/
 	$(BIN)/python scripts/bench_gaga.py --quick --method fastest --reference-method auto

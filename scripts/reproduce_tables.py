@@ -32,7 +32,7 @@ from pathlib import Path
 
 from spl_bench.errors import SplBenchError, environment_error
 from spl_bench.runner.cells import method_of, old_rule_reruns, table_cells
-from spl_bench.runner.plan import cell_states, made_before, plan_lines
+from spl_bench.runner.plan import cell_states, made_before, plan_lines, target_runs
 from spl_bench.runner.reproduce import companion_states, log_line, pending_tasks, refresh_indexes, run_tables
 from spl_bench.table_registry import OLD_RULES, PROTOCOL_VARIANTS, TABLES, step_rule_key
 
@@ -42,7 +42,8 @@ DEFAULT_TABLES = ["2", "3", "5", "6"]
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tables", nargs="+", default=DEFAULT_TABLES, choices=list(TABLES))
-    ap.add_argument("--runs", type=int, default=20, help="runs per cell (papers: 20; Outlier-Path: 10)")
+    ap.add_argument("--runs", type=int, default=None,
+                    help="runs per cell (default: each table's paper's run count, GAGA 20, Outlier-Path 10)")
     ap.add_argument("--methods", nargs="+", default=None, help="only these methods")
     ap.add_argument("--data", nargs="+", default=None, help="only these datasets")
     ap.add_argument("--where", nargs="+", default=None, metavar="KEY=VALUE",
@@ -113,9 +114,11 @@ def main() -> int:
                         mine = [st for st in states if st.cell.table == table and method_of(st.cell) == method
                                 and st.cell.current_rule]
                         mine += [t for st in mine for t in twins.get(st.cell, [])]
-                        if mine and all(set(range(runs)) <= st.done for st in mine) and key in keys:
+                        if mine and all(set(range(target_runs(st.cell, runs))) <= st.done for st in mine) \
+                                and key in keys:
+                            at = f"{runs} runs" if runs is not None else "its paper's run count"
                             print(f"table {key}: every {method} cell (and its equal-candidates cell) rerun under "
-                                  f"the current rule at {runs} runs; {key!r} can leave its method's keys in "
+                                  f"the current rule at {at}; {key!r} can leave its method's keys in "
                                   f"table_registry.OLD_RULES")
                 equal = companion_states(states, same_config=False)  # the equal-candidates cells alone
                 if equal and not args.no_shared_fits:

@@ -30,7 +30,7 @@ from spl_bench.rowstore import read_cell
 from spl_bench.runner import commits, drift
 from spl_bench.runner import reproduce as rp
 from spl_bench.runner.cells import Cell, cell_hash, compose_cell, table_cells
-from spl_bench.runner.plan import CellState, cell_states, from_scratch, plan_lines, seconds_per_run
+from spl_bench.runner.plan import CellState, cell_states, from_scratch, plan_lines, runs_left, seconds_per_run
 from spl_bench.runner.retiming import (
     RETIMED_COLUMNS,
     append_retimed_row,
@@ -172,6 +172,26 @@ def test_todays_seconds_count_the_seeds_run_since_the_re_timing(monkeypatch):
     assert todays_seconds(unknown, seeds, retimed_at(unknown)) == 200.0
     monkeypatch.setattr(commits, "commit_times", dict)
     assert todays_seconds(rows, seeds, retimed_at(rows)) == 200.0
+
+
+def test_without_runs_each_cell_goes_to_its_papers_run_count(tmp_path):
+    """``runs=None`` (the script's and the Makefile's default): a GAGA cell is brought to 20 seeds and
+    an Outlier-Path cell to 10 (that paper's "10 different random data splits"); seeds a cell has
+    beyond its count are kept and ask for nothing; an explicit ``runs`` applies to every cell."""
+    gaga = Cell("16", "gaga_table16", ("noise.rate=0.1", "method=acs"))
+    op = Cell("op2", "outlier_path_table2", ("data=musk", "method=cccp", "method.variant=s"))
+    more = Cell("op2", "outlier_path_table2", ("data=musk", "method=csvm", "method.variant=-"))
+    states = [CellState(gaga, "a", tmp_path / "a.csv", set(range(5)), [], 1.0),
+              CellState(op, "b", tmp_path / "b.csv", set(range(5)), [], 1.0),
+              CellState(more, "c", tmp_path / "c.csv", set(range(12)), [], 1.0)]
+    assert runs_left(states, None) == {gaga: 15, op: 5, more: 0}
+    assert runs_left(states, 12) == {gaga: 7, op: 7, more: 0}
+    tasks = rp.pending_tasks(states, None, None)
+    assert sorted(s for c, s in tasks if c == gaga) == list(range(5, 20))
+    assert sorted(s for c, s in tasks if c == op) == list(range(5, 10))
+    plan = plan_lines(states, None)
+    assert "5/20 done" in plan[0] and "5/10 done" in plan[1] and "12/10 done" in plan[2]
+    assert plan[3].startswith("total: 20 runs left")
 
 
 def test_plan_prefers_todays_re_timings_and_scales_their_family(tmp_path):

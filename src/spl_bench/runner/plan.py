@@ -242,11 +242,19 @@ def same_config_leaders(states: list[CellState]) -> dict[Cell, Cell]:
     return out
 
 
-def runs_left(states: list[CellState], runs: int, shared: bool = True) -> dict[Cell, int]:
-    """Fits left per cell to bring every cell to ``runs`` seeds.  With ``shared``, a cell that repeats
-    another's configuration (:func:`same_config_leaders`) has none of its own: the first cell of its
-    configuration counts every seed that one of them lacks (each is one fit, written to all)."""
-    missing = {st.cell: {s for s in range(runs) if s not in st.done} for st in states}
+def target_runs(cell: Cell, runs: int | None) -> int:
+    """The seeds a sweep brings ``cell`` to: ``runs``, or with ``None`` its paper's run count
+    (:data:`~spl_bench.table_registry.PAPER_RUNS`: GAGA 20; Outlier-Path 10, "the test errors on 10
+    different random data splits", Section 5 of that paper), seeds ``0 .. n - 1``."""
+    return PAPER_RUNS[TABLES[cell.table][1]] if runs is None else int(runs)
+
+
+def runs_left(states: list[CellState], runs: int | None, shared: bool = True) -> dict[Cell, int]:
+    """Fits left per cell to bring every cell to ``runs`` seeds (``None``: its paper's run count,
+    :func:`target_runs`).  With ``shared``, a cell that repeats another's configuration
+    (:func:`same_config_leaders`) has none of its own: the first cell of its configuration counts
+    every seed that one of them lacks (each is one fit, written to all)."""
+    missing = {st.cell: {s for s in range(target_runs(st.cell, runs)) if s not in st.done} for st in states}
     if not shared:
         return {cell: len(m) for cell, m in missing.items()}
     leaders = same_config_leaders(states)
@@ -268,8 +276,7 @@ def from_scratch(states: list[CellState], estimates: list[tuple[float | None, st
     for st, (per, _, _) in zip(states, estimates, strict=True):
         if st.cell.variant or not st.data_here or per is None:
             continue
-        runs = PAPER_RUNS[TABLES[st.cell.table][1]]
-        sec = max(runs * per, once.get(st.config_hash, ("", 0.0))[1])
+        sec = max(target_runs(st.cell, None) * per, once.get(st.config_hash, ("", 0.0))[1])
         once[st.config_hash] = (method_of(st.cell), sec)
     out: dict[str, float] = {}
     for method, sec in once.values():
@@ -277,8 +284,9 @@ def from_scratch(states: list[CellState], estimates: list[tuple[float | None, st
     return out
 
 
-def plan_lines(states: list[CellState], runs: int, jobs: int = 1) -> list[str]:
-    """One line per cell (runs done / left, seconds per run, ETA) and a total.
+def plan_lines(states: list[CellState], runs: int | None, jobs: int = 1) -> list[str]:
+    """One line per cell (runs done / left, seconds per run, ETA) and a total; ``runs``: the seeds
+    each cell is brought to (``None``: its paper's run count, :func:`target_runs`).
 
     Seconds per run: :func:`seconds_per_run` (its marks ``r``, ``≈``, ``~``).  The total is given
     both ways, and the part of it in cells whose dataset is not in the data directory
@@ -306,7 +314,8 @@ def plan_lines(states: list[CellState], runs: int, jobs: int = 1) -> list[str]:
         where = "" if st.data_here else "  download"
         per_s = "?" if per is None else f"{mark}{per:.1f}"
         same = f"  fitted with {leaders[st.cell].label}" if st.cell in leaders else ""
-        lines.append(f"{st.cell.label:<80} {len(st.done):>3}/{runs} done  {per_s:>8} s/run  ETA {eta}{stale}{where}"
+        n = target_runs(st.cell, runs)
+        lines.append(f"{st.cell.label:<80} {len(st.done):>3}/{n} done  {per_s:>8} s/run  ETA {eta}{stale}{where}"
                      f"{same}")
     n_left = sum(fits.values())
     lines.append(
@@ -338,7 +347,8 @@ def plan_lines(states: list[CellState], runs: int, jobs: int = 1) -> list[str]:
     return lines
 
 
-def rerun_lines(states: list[CellState], runs: int, jobs: int = 1, fits: dict[Cell, int] | None = None) -> list[str]:
+def rerun_lines(states: list[CellState], runs: int | None, jobs: int = 1,
+                fits: dict[Cell, int] | None = None) -> list[str]:
     """The part of a plan made under the current rule beside rows the tables read on an old rule
     (``states`` of cells with :attr:`~spl_bench.runner.cells.Cell.current_rule`; a sweep makes
     a cell still owed such a rerun that way, :func:`~spl_bench.runner.cells.old_rule_reruns`): its
@@ -358,7 +368,8 @@ def rerun_lines(states: list[CellState], runs: int, jobs: int = 1, fits: dict[Ce
         n, tables = by_method.get(method_of(st.cell), (0, []))
         by_method[method_of(st.cell)] = (n + left, tables if st.cell.table in tables else [*tables, st.cell.table])
     if not n_left:
-        return [f"current rule: every cell made under it beside an old rule's rows has {runs} runs"]
+        at = "its paper's run count" if runs is None else f"{runs} runs"
+        return [f"current rule: every cell made under it beside an old rule's rows is at {at}"]
     parts = "; ".join(f"{m}: {n} runs, tables {', '.join(t)}" for m, (n, t) in by_method.items())
     return [f"       (of which {n_left} runs in {n_cells} cells under the current rule, beside rows their tables "
             f"read on an old rule ({parts}): ETA {_fmt_seconds(sec / max(1, jobs))} with {jobs} job(s))"]

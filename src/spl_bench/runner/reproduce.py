@@ -33,7 +33,7 @@ from spl_bench.errors import DataError
 from spl_bench.paths import repo_root
 from spl_bench.runner.cells import Cell, companion_cells, compose_cell, method_of
 from spl_bench.runner.committed import record_failure, refresh_index, store_of
-from spl_bench.runner.plan import CellState, cell_states, same_config_leaders, seconds_per_run
+from spl_bench.runner.plan import CellState, cell_states, same_config_leaders, seconds_per_run, target_runs
 
 #: seconds between two progress lines of one run in a sweep's log (a run of hours shows where it is)
 RUN_PROGRESS_INTERVAL = 300.0
@@ -70,9 +70,10 @@ def run_seeds(cell: Cell, seed: int, extra: tuple[str, ...] = (), progress: bool
     return dict(zip(order, rows, strict=True))
 
 
-def pending_tasks(states: list[CellState], runs: int, max_cell_seconds: float | None,
+def pending_tasks(states: list[CellState], runs: int | None, max_cell_seconds: float | None,
                   companions: dict[Cell, list[CellState]] | None = None) -> list[tuple[Cell, int]]:
-    """(cell, seed) still to run, seed-major (every cell gets seed k before any gets k + 1).
+    """(cell, seed) still to run, seed-major (every cell gets seed k before any gets k + 1), each cell
+    to ``runs`` seeds (``None``: its paper's run count, :func:`~spl_bench.runner.plan.target_runs`).
 
     A seed is still to run when the cell or one of its ``companions`` (cells written from the same
     fit, :func:`~spl_bench.runner.cells.companion_cells`) lacks it.
@@ -85,9 +86,10 @@ def pending_tasks(states: list[CellState], runs: int, max_cell_seconds: float | 
     # a cell of ``states`` that is another's companion (the same configuration) is run with it
     with_other = {c.cell for cs in companions.values() for c in cs}
     tasks = []
-    for seed in range(runs):
-        for st, sec in zip(states, per, strict=True):
-            if st.cell in with_other:
+    targets = [target_runs(st.cell, runs) for st in states]
+    for seed in range(max(targets, default=0)):
+        for st, sec, n in zip(states, per, targets, strict=True):
+            if st.cell in with_other or seed >= n:
                 continue
             if seed in st.done and all(seed in c.done for c in companions.get(st.cell, [])):
                 continue
@@ -156,7 +158,7 @@ def _guarded_task(cell: Cell, seed: int, extra: tuple[str, ...] = (), companions
 
 def run_tables(
     states: list[CellState],
-    runs: int,
+    runs: int | None,
     jobs: int = 1,
     executor: str = "joblib",
     max_cell_seconds: float | None = None,
@@ -167,7 +169,9 @@ def run_tables(
     blas_threads: int = 1,
     shared_fits: bool = True,
 ) -> dict[str, str]:
-    """Run every missing seed; write each seed's rows as it finishes. Returns failures by cell.
+    """Run every missing seed (to ``runs`` seeds a cell; ``None``: its paper's run count,
+    :func:`~spl_bench.runner.plan.target_runs`); write each seed's rows as it finishes. Returns
+    failures by cell.
 
     ``root``: the rows folder (default ``results/rows``; the states' files must lie below it).
     ``checkpoint_dir``: GAGA runs save their path's state there and resume from it
