@@ -11,13 +11,13 @@ summary per cell to ``results/reruns/refresh_<fix>.md``.
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 from pathlib import Path
 
 from spl_bench.atomic import atomic_write_text
 from spl_bench.paths import repo_root
 from spl_bench.report.markdown import to_markdown
+from spl_bench.runner import commits
 from spl_bench.runner.refresh import refresh_pairs, refresh_summary
 from spl_bench.runner.rule_change import MOVED_REL
 
@@ -30,12 +30,11 @@ def main() -> int:
     ap.add_argument("--out", default=str(repo_root() / "results" / "reruns"))
     args = ap.parse_args()
     root = repo_root()
-    r = subprocess.run(["git", "-C", str(root), "diff", "--name-only", args.before, "--", "results/rows"],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        print(f"error: git diff against {args.before!r}: {r.stderr.strip()}", file=sys.stderr)
+    changed = commits.changed_since(args.before, "results/rows")
+    if changed is None:
+        print(f"error: git cannot compare the rows with {args.before!r}", file=sys.stderr)
         return 2
-    files = [root / f for f in r.stdout.split() if f.endswith(".csv") and not f.endswith("index.csv")]
+    files = [root / f for f in changed if f.endswith(".csv") and not f.endswith("index.csv")]
     files = [f for f in files if f.is_file()]
     pairs = refresh_pairs(files, args.fix, args.before)
     summary = refresh_summary(pairs)

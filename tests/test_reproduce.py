@@ -732,6 +732,18 @@ def test_contains_reads_the_checkouts_history():
     assert commits.contains(f"0.1.0+{parent[:7]}", head) is False
     assert commits.contains("0.1.0+nogit", head) is None and commits.contains(None, head) is None
     assert commits.resolve(head[:7]) == head
+    # a file as committed, read back through git: the bytes of the committed pyproject.toml; a path
+    # that is not in the commit, or an unknown commit, gives None
+    committed = subprocess.run(["git", "-C", str(repo_root()), "cat-file", "blob", f"{head}:pyproject.toml"],
+                               capture_output=True).stdout
+    assert committed and commits.show(head, "pyproject.toml") == committed
+    assert commits.show(head, "no/such/file") is None and commits.show("nonesuch", "pyproject.toml") is None
+    # the files that changed since the parent, below a folder: git's own list of the head commit's
+    # files there (the work tree may add its uncommitted changes to it)
+    listed = subprocess.run(["git", "-C", str(repo_root()), "diff-tree", "--no-commit-id", "--name-only", "-r",
+                             head, "--", "src"], capture_output=True, text=True).stdout.split()
+    assert set(listed) <= set(commits.changed_since(parent, "src"))
+    assert commits.changed_since("nonesuch", "src") is None
 
 
 def test_refresh_report_pairs_only_the_seeds_the_fix_replaced(tmp_path, monkeypatch):

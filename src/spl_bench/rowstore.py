@@ -87,6 +87,16 @@ def cell_file(root: Path, folder: str, cell: str, h: str) -> Path:
     return Path(root) / folder / f"{cell}__{h}.csv"
 
 
+def info_dict(info: object) -> dict[str, Any]:
+    """A row's ``info`` JSON (its run's counters: restarts, resumes, candidates) as a dict; empty
+    where it is not one (a row without info, or a method that writes none)."""
+    try:
+        out = json.loads(str(info))
+    except ValueError:
+        return {}
+    return out if isinstance(out, dict) else {}
+
+
 def read_cell(path: Path) -> pd.DataFrame:
     """The rows of a cell's file (none if there is no file); :class:`DamagedRows` if it is not whole."""
     if not Path(path).is_file():

@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from omegaconf import OmegaConf
 from spl_bench.data import has_local_copy
 from spl_bench.errors import SplBenchError
 from spl_bench.rowfiles import config_hash
-from spl_bench.rowstore import read_cell
+from spl_bench.rowstore import info_dict, read_cell
 from spl_bench.runner import commits, run_config
 from spl_bench.runner.cells import Cell, compose_cell, method_of
 from spl_bench.runner.retiming import current_retimings, retimed_at, retimed_rows, retimed_summary, todays_seconds
@@ -76,11 +75,8 @@ def recorded_seconds(seeds: pd.DataFrame) -> pd.Series:
 
 
 def _resumed_without_cpu(info: object) -> bool:
-    try:
-        i = json.loads(str(info))
-    except ValueError:
-        return False
-    if not isinstance(i, dict) or not i.get("n_resumes"):
+    i = info_dict(info)
+    if not i.get("n_resumes"):
         return False
     cpu = i.get("cpu_before_resume_s")
     return not (isinstance(cpu, (int, float)) and np.isfinite(cpu))

@@ -10,7 +10,6 @@ whose old row was made by code without the fix and whose new row by code with it
 from __future__ import annotations
 
 import io
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -18,8 +17,9 @@ import pandas as pd
 
 from spl_bench.paths import repo_root
 from spl_bench.rowfiles import read_row_file, split_checked
+from spl_bench.rowstore import info_dict
 from spl_bench.runner import commits
-from spl_bench.runner.rule_change import MOVED_REL, info_dict, main_rows
+from spl_bench.runner.rule_change import MOVED_REL, main_rows
 
 PAIR_COLUMNS = ["rows", "cell", "seed", "metric", "value_old", "value_new", "lam_old", "lam_new", "code_old",
                 "code_new", "n_degenerate_ages"]
@@ -28,10 +28,10 @@ PAIR_COLUMNS = ["rows", "cell", "seed", "metric", "value_old", "value_new", "lam
 def _at_commit(path: Path, before: str) -> pd.DataFrame:
     """The row file ``path`` (inside the repository) as committed at ``before`` (empty if it was not there)."""
     rel = path.resolve().relative_to(repo_root().resolve())
-    r = subprocess.run(["git", "-C", str(repo_root()), "show", f"{before}:{rel.as_posix()}"], capture_output=True)
-    if r.returncode != 0:
+    raw = commits.show(before, rel.as_posix())
+    if raw is None:
         return pd.DataFrame()
-    return pd.read_csv(io.BytesIO(split_checked(r.stdout)), dtype={"config_hash": str})
+    return pd.read_csv(io.BytesIO(split_checked(raw)), dtype={"config_hash": str})
 
 
 def _degenerate(info: object) -> float:

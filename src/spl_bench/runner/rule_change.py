@@ -12,14 +12,13 @@ is the route, and the step rule's recording of the path).
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from spl_bench.rowstore import read_cell
+from spl_bench.rowstore import info_dict, read_cell
 from spl_bench.runner.cells import Cell, cell_hash, compose_cell, method_of
 from spl_bench.table_registry import OLD_RULES
 
@@ -42,15 +41,6 @@ def main_rows(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _main_rows(path: Path) -> pd.DataFrame:
     return main_rows(read_cell(path))
-
-
-def info_dict(info: object) -> dict:
-    """A row's ``info`` JSON as a dict (empty if it is not one)."""
-    try:
-        out = json.loads(str(info))
-    except ValueError:
-        return {}
-    return out if isinstance(out, dict) else {}
 
 
 def _n_candidates(info: object) -> float:
