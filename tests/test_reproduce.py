@@ -429,6 +429,40 @@ def test_deferred_and_failed_cells_carry_their_reason(tmp_path, monkeypatch):
     assert cells.loc[("houses", "acs"), "reason"].startswith("no committed rows yet")
 
 
+def test_a_page_names_the_gaga_cells_it_reads_on_the_old_candidate_rule(tmp_path, monkeypatch):
+    """GAGA rows without ``candidate_rule`` in their info (the step rule) are named on the table's page
+    and in FINDINGS, with the seeds of their rerun: the rows of a file beside them (another hash, not in
+    the index) whose info says ``critical_grid``.  Once the index reads current-rule rows, nothing is said."""
+    from spl_bench.report.findings import _old_rule_section
+    from spl_bench.report.old_rule import step_rule_cells
+
+    monkeypatch.setattr(report_status, "available", lambda dataset: True)
+    vals = {"acs": [0.30, 0.31, 0.32], "gaga": [0.33, 0.35, 0.34]}
+    _fake_rows(tmp_path, vals, vals)
+    folder = tmp_path / "gaga_table2"
+    cell = "table_row=t2_music_n30,method=gaga"
+    old = read_row_file(folder / f"{cell}__abc.csv")
+    rerun = old[old["seed"] < 2].assign(info=json.dumps({"candidate_rule": "critical_grid"}), config_hash="new")
+    write_row_file(rerun, folder / f"{cell}__new.csv")
+    got = step_rule_cells(folder)
+    assert got.to_dict("records") == [{"folder": "gaga_table2", "cell": cell, "seeds_read": 3, "seeds_current": 2}]
+    comp = cmp.compare_table("2", tmp_path)
+    write_table(comp, tmp_path / "out", figures=False)
+    page = (tmp_path / "out" / "gaga_table2" / "comparison.md").read_text()
+    assert "old candidate rule" in page and "`gaga_table2`: 1 cell(s), 3 seeds read" in page
+    assert "has 2 seeds (0 of the cells at 20)" in page
+    assert "| 2 | `gaga_table2` | 1 | 3 | 2 |" in _old_rule_section([comp])
+    # the index switched to the rerun's file: the cell is on the current rule, nothing to say
+    index = pd.read_csv(folder / "index.csv")
+    index.loc[index["cell"] == cell, "file"] = f"{cell}__new.csv"
+    index.to_csv(folder / "index.csv", index=False)
+    assert step_rule_cells(folder).empty
+    comp = cmp.compare_table("2", tmp_path)
+    write_table(comp, tmp_path / "out", figures=False)
+    assert "old candidate rule" not in (tmp_path / "out" / "gaga_table2" / "comparison.md").read_text()
+    assert _old_rule_section([comp]) == ""
+
+
 def test_a_cell_without_rows_is_unavailable_offline_exactly_when_its_file_is_missing(tmp_path, monkeypatch):
     """``unavailable_offline`` follows the data folder: the same empty cell is ``not_run`` once the file is there."""
     monkeypatch.setenv("SPL_BENCH_DATA_DIR", str(tmp_path / "data"))

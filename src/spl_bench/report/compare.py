@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from spl_bench.report import blocks, environments, floor, significance
+from spl_bench.report import blocks, environments, floor, old_rule, significance
 from spl_bench.report.bands import agreement
 from spl_bench.report.lines import VARIED
 from spl_bench.report.lines import line_param as _line_param
@@ -69,6 +69,8 @@ class TableComparison:
     values: pd.DataFrame = field(default_factory=pd.DataFrame)
     #: cells pooling rows of different library versions or BLAS kernel families
     mixed: list[str] = field(default_factory=list)
+    #: GAGA cells read from rows of the old candidate rule, with their reruns' seeds (:mod:`.old_rule`)
+    old_rule: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=old_rule.COLUMNS))
 
 
 def compare_table(key: str, rows_root: Path | None = None, failures: dict | None = None,
@@ -111,6 +113,7 @@ def compare_table(key: str, rows_root: Path | None = None, failures: dict | None
     tests = blocks.mark_pooled(significance.paired_tests(values, LINE_KEYS, order), frame)[significance.COLUMNS]
     return TableComparison(key, experiment, paper, table, cells, footer=environments.footer(rows, keys),
                            mixed=environments.mixed_cells(rows, keys), significance=tests,
+                           old_rule=old_rule.table_step_rule(experiment, REPORTED_VARIANTS, rows_root),
                            ranks=blocks.rank_tests(values, frame, SELECTIONS), lines=frame, values=values)  # fmt: skip
 
 

@@ -148,6 +148,26 @@ def _winners(comps: Sequence[Any]) -> str:
     return to_markdown(pd.DataFrame(rows)) if rows else "No lines yet.\n"
 
 
+def _old_rule_section(comps: Sequence[Any]) -> str:
+    """The tables whose GAGA values come from rows of the old candidate rule (:mod:`.old_rule`)."""
+    lines = []
+    for c in comps:
+        f = c.old_rule
+        for folder, g in f.groupby("folder", sort=False) if len(f) else ():
+            lines.append(f"| {c.table} | `{folder}` | {len(g)} | {int(g['seeds_read'].sum())} | "
+                         f"{int(g['seeds_current'].sum())} |\n")
+    if not lines:
+        return ""
+    return ("## GAGA values still on the old candidate rule\n\n"
+            "These tables read GAGA rows whose candidates included the ODE solver's step points (the rule "
+            "before 2026-11-29; docs/gaga.md, \"Routes and candidates\"). Their reruns under the current rule "
+            "are under way beside them; a table switches once every GAGA cell of it has its paper's run count. "
+            "Claims below that rest on these tables' GAGA lines rest on the old rule's rows; how many values "
+            "moved in the tables already switched: `results/reruns/candidate_rule.md`.\n\n"
+            "| table | rows folder | GAGA cells | seeds read | seeds of their rerun |\n|---|---|---|---|---|\n"
+            + "".join(lines) + "\n")
+
+
 def findings_markdown(comps: Sequence[Any], cov: pd.DataFrame) -> str:
     """The whole page (Markdown)."""
     from spl_bench.report.candidate_count import candidate_count_section
@@ -171,6 +191,7 @@ def findings_markdown(comps: Sequence[Any], cov: pd.DataFrame) -> str:
         "their noise, folds, scaling and metric, age chosen on the test fold; Tables 2-3 only) stand "
         "beside them, and test selection favours the method with more candidates (measured below). "
         "Per-table detail: `results/tables/<experiment>/comparison.md`; method: docs/statistics.md.\n\n",
+        _old_rule_section(gaga),
         "## 1. GAGA is at least as good as ACS and MOSPL\n\n",
         _claim_section(gaga, [("gaga", "acs"), ("gaga", "mospl")]),
         "\nGAGA follows the exact path of ACS's partial optima; where it is worse, the reasons are the "
