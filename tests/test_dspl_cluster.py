@@ -38,6 +38,27 @@ def test_serial_backend_is_one_host_in_process():
     assert index == [[0, 1, 2]] and be.call("gram") == [[4.0, 4.0, 4.0]]
 
 
+def test_a_call_to_an_actor_distributed_reports_lost_is_a_worker_lost_error(monkeypatch):
+    """The actor handle of a dead worker raises ``RuntimeError`` at the call itself (distributed's
+    ``Actor.__getattr__`` once the actor's task has erred): the backend words it as the lost worker it
+    is, and leaves a ``RuntimeError`` of a host whose worker is still there as it came."""
+    class Erred:
+        def __getattr__(self, name):
+            raise RuntimeError("Worker holding Actor was lost.  Status: error")
+
+    batches = [Batch(np.full((2, 1), float(i)), np.zeros(2)) for i in range(4)]
+    with DaskBackend(n_workers=2, processes=False) as be:
+        be.place(batches)
+        be.hosts[1] = Erred()
+        monkeypatch.setattr(be, "LOST_GRACE", 0.3)
+        with pytest.raises(RuntimeError, match="Worker holding Actor was lost") as alive:
+            be.call("get_v")  # the scheduler still has the worker and its actor: not a lost worker
+        assert not isinstance(alive.value, WorkerLostError)
+        monkeypatch.setattr(be, "_host_alive", lambda j: j != 1)
+        with pytest.raises(WorkerLostError, match=r"holding batches \[1, 3\] was lost"):
+            be.call("get_v")
+
+
 def test_a_killed_worker_stops_the_run_with_one_clear_error():
     # worker processes, so that one can be killed; the run is long enough to be killed midway
     d = make_dspl_regression(20_000, 10, 0.3, n_batches=4, rng=1)

@@ -504,7 +504,15 @@ class DaskBackend(_HostBackend):
     def _start(self, host: Any, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if method in self.QUICK:
             kwargs = {**kwargs, "separate_thread": False}
-        return getattr(host, method)(*args, **kwargs)
+        try:
+            return getattr(host, method)(*args, **kwargs)
+        except RuntimeError as e:
+            # distributed refuses a call to an actor whose task has erred ("Worker holding Actor was
+            # lost", raised by the actor handle itself): its worker died between two calls
+            j = next((i for i, h in enumerate(self.hosts) if h is host), None)
+            if j is None or not self._gone_within(j, self.LOST_GRACE):
+                raise
+            raise self._lost(j, f"{type(e).__name__}: {e}") from None
 
     def _finish(self, j: int, pending: Any) -> Any:
         return self._wait(j, pending)
