@@ -454,7 +454,7 @@ def test_a_page_names_the_gaga_cells_it_reads_on_the_old_candidate_rule(tmp_path
     assert "| 2 | `gaga_table2` | 1 | 3 | 2 |" in _old_rule_section([comp])
     # the index switched to the rerun's file: the cell is on the current rule, nothing to say
     index = pd.read_csv(folder / "index.csv")
-    index.loc[index["cell"] == cell, "file"] = f"{cell}__new.csv"
+    index.loc[index["cell"] == cell, ["config_hash", "file"]] = ["new", f"{cell}__new.csv"]
     index.to_csv(folder / "index.csv", index=False)
     assert step_rule_cells(folder).empty
     comp = cmp.compare_table("2", tmp_path)

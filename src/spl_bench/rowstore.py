@@ -282,6 +282,17 @@ def read_folder(folder: Path) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
+def index_cells(folder: Path) -> list[CellStore]:
+    """The cells a folder's ``index.csv`` reads, each as the store of the hash it reads (its rows:
+    :meth:`CellStore.read`; the same cell's files under other hashes: :meth:`CellStore.others`)."""
+    folder = Path(folder)
+    index = folder / INDEX_NAME
+    if not index.is_file():
+        return []
+    return [CellStore(folder.parent, folder.name, str(e.cell), str(e.config_hash))
+            for e in read_row_index(index).itertuples()]
+
+
 def folders_under(path: Path) -> list[Path]:
     """The experiment folders (each with an ``index.csv``) at or below ``path``, sorted."""
     path = Path(path)

@@ -11,14 +11,12 @@ reruns have, so that each page says which of its values are not today's rule's.
 
 from __future__ import annotations
 
-import glob
 from pathlib import Path
 
 import pandas as pd
 
 from spl_bench.paths import rows_root
-from spl_bench.rowfiles import read_row_file, read_row_index
-from spl_bench.rowstore import INDEX_NAME, info_dict
+from spl_bench.rowstore import index_cells, info_dict, read_cell
 
 #: the candidate rule of a GAGA row without ``candidate_rule`` in its info (made before 2026-11-29)
 OLD_RULE = "steps"
@@ -38,22 +36,16 @@ def step_rule_cells(folder: Path) -> pd.DataFrame:
     """The GAGA cells of one rows folder read (through its ``index.csv``) from rows of the old candidate
     rule: per cell the seeds read, and the most seeds a file beside it has under the current rule (its
     rerun; another hash of the cell, not in the index).  Empty where every GAGA cell is on the current rule."""
-    index = folder / INDEX_NAME
-    if not index.is_file():
-        return pd.DataFrame(columns=COLUMNS)
     out = []
-    for entry in read_row_index(index).itertuples():
-        path = folder / str(entry.file)
-        if "method=gaga" not in str(entry.cell).split(",") or not path.is_file():
+    for store in index_cells(folder):
+        if "method=gaga" not in store.cell.split(","):
             continue
-        rows = read_row_file(path)
+        rows = store.read()
         if not len(rows) or set(_rule_seeds(rows)) == {CURRENT_RULE}:
             continue
-        current = 0
-        for other in folder.glob(glob.escape(str(entry.cell)) + "__*.csv"):
-            if other.name != path.name:
-                current = max(current, len(_rule_seeds(read_row_file(other)).get(CURRENT_RULE, ())))
-        out.append({"folder": folder.name, "cell": str(entry.cell), "seeds_read": rows["seed"].nunique(),
+        current = max((len(_rule_seeds(read_cell(o.path)).get(CURRENT_RULE, ())) for o in store.others() if o.n_seeds),
+                      default=0)
+        out.append({"folder": Path(folder).name, "cell": store.cell, "seeds_read": rows["seed"].nunique(),
                     "seeds_current": current})
     return pd.DataFrame(out, columns=COLUMNS)
 
