@@ -255,6 +255,31 @@ def test_a_family_scaled_cell_scales_only_its_seeds_older_than_the_family_re_tim
     assert seconds_per_run(states)[1][0] == pytest.approx(100.0 * 0.4, rel=1e-12)
 
 
+def test_a_cell_never_run_takes_the_slowest_estimate_of_its_method_in_its_folder(tmp_path):
+    """``~``: a cell never run is priced at the largest estimate (re-timed or scaled, not the committed
+    mean) among its method's cells of the same rows folder; with none there, among its method's cells
+    anywhere.  Its committed seconds are guessed the same way from the committed means."""
+    t5 = [Cell("5", "gaga_table5", (f"table_row=t5_{d},method=gaga",)) for d in ("hiva", "pendigits", "nomao")]
+    t6 = [Cell("6", "gaga_table6", (f"table_row=t6_{d},method=gaga",)) for d in ("hiva", "nomao")]
+    acs = Cell("9", "gaga_table9", ("method=acs",))
+    states = [CellState(t5[0], "a", tmp_path / "a.csv", {0}, [], 1000.0, 250.0),  # re-timed: 250 s today
+              CellState(t5[1], "b", tmp_path / "b.csv", {0}, [], 6.0),
+              CellState(t5[2], "c", tmp_path / "c.csv", set(), [], None),
+              CellState(t6[0], "d", tmp_path / "d.csv", {0}, [], 2000.0, 1700.0),
+              CellState(t6[1], "e", tmp_path / "e.csv", set(), [], None),
+              CellState(acs, "f", tmp_path / "f.csv", set(), [], None)]
+    est = seconds_per_run(states)
+    # Table 5's slowest estimate is hiva's re-timing, 250 s (not its 1,000 s committed, nor Table 6's 1,700 s)
+    assert est[2] == (pytest.approx(250.0, rel=1e-12), "~", pytest.approx(1000.0, rel=1e-12))
+    assert est[4] == (pytest.approx(1700.0, rel=1e-12), "~", pytest.approx(2000.0, rel=1e-12))
+    # no ACS cell anywhere has seconds: no guess
+    assert est[5] == (None, "", None)
+    # a folder with no timed cell of the method falls back to the method's slowest estimate anywhere
+    states[0:2] = [CellState(t5[0], "a", tmp_path / "a.csv", set(), [], None),
+                   CellState(t5[1], "b", tmp_path / "b.csv", set(), [], None)]
+    assert seconds_per_run(states)[2] == (pytest.approx(1700.0, rel=1e-12), "~", pytest.approx(2000.0, rel=1e-12))
+
+
 def test_cell_states_record_each_seeds_code_time_and_the_re_timings(tmp_path, monkeypatch):
     monkeypatch.setattr(commits, "commit_times", lambda: {"aaa": 1, "bbb": 2})
     cell = Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=original"))

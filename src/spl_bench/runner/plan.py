@@ -181,22 +181,20 @@ def seconds_per_run(states: list[CellState], ratio: dict[tuple[str, str], float]
     :func:`~spl_bench.runner.retiming.todays_seconds`) where it has been re-timed; else its committed rows' mean
     scaled by the median re-timed / committed ratio of its (table, method) family (``≈``) where
     the family has re-timed cells, the seeds made by code no older than the family's re-timing
-    counted at their own seconds (they are today's already); else the committed mean; a cell never
-    run takes its method's slowest cell (``~``).  The plan's ETA and the sweep's per-run budget
-    both read this, so a cell the plan prices under the budget is run.  ``ratio``: the families'
-    ratios if the caller has them already (:func:`_family_ratios` of ``states``).
+    counted at their own seconds (they are today's already); else the committed mean.  A cell never
+    run (``~``) takes the largest of those estimates among its method's cells of the same rows
+    folder (same table and variant: the same model, SP-regularizer and protocol), else among its
+    method's cells anywhere.  It takes an estimate, not a committed mean, so that it does not move
+    when the folder's cells go from committed rows to re-timings or to rows of today's code.  The
+    plan's ETA and the sweep's per-run budget both read this, so a cell the plan prices under the
+    budget is run.  ``ratio``: the families' ratios if the caller has them already
+    (:func:`_family_ratios` of ``states``).
     """
-    by_method: dict[str, list[float]] = {}
-    for st in states:
-        if st.sec_per_run is not None:
-            by_method.setdefault(method_of(st.cell), []).append(st.sec_per_run)
     ratio = _family_ratios(states) if ratio is None else ratio
     since = _family_retimed_at(states)
     out: list[tuple[float | None, str, float | None]] = []
     for st in states:
         committed, mark = st.sec_per_run, ""
-        if committed is None and method_of(st.cell) in by_method:
-            committed, mark = max(by_method[method_of(st.cell)]), "~"
         per = committed
         key = (st.cell.rows_name, method_of(st.cell))
         family = ratio.get(key)
@@ -210,6 +208,36 @@ def seconds_per_run(states: list[CellState], ratio: dict[tuple[str, str], float]
                 per = float(np.mean([t if made is not None and made >= since[key] else t * family
                                      for t, made in st.seed_times]))
         out.append((per, mark, committed))
+    return _guess_never_run(states, out)
+
+
+def _guess_never_run(states: list[CellState], est: list[tuple[float | None, str, float | None]]
+                     ) -> list[tuple[float | None, str, float | None]]:
+    """``est`` with each cell that has no estimate given the slowest estimate of its method in its
+    rows folder, else of its method anywhere, marked ``~`` (:func:`seconds_per_run`); its committed
+    seconds (the plan's "from the committed rows' seconds alone") are guessed the same way from the
+    committed means."""
+    def slowest(values: list[float | None]) -> tuple[dict[tuple[str, str], float], dict[str, float]]:
+        folder: dict[tuple[str, str], float] = {}
+        method: dict[str, float] = {}
+        for st, x in zip(states, values, strict=True):
+            if x is not None:
+                key = (st.cell.rows_name, method_of(st.cell))
+                folder[key] = max(x, folder.get(key, x))
+                method[key[1]] = max(x, method.get(key[1], x))
+        return folder, method
+
+    def guess(st: CellState, table: tuple[dict[tuple[str, str], float], dict[str, float]]) -> float | None:
+        folder, method = table
+        return folder.get((st.cell.rows_name, method_of(st.cell)), method.get(method_of(st.cell)))
+
+    per_max = slowest([e[0] for e in est])
+    committed_max = slowest([e[2] for e in est])
+    out = []
+    for st, e in zip(states, est, strict=True):
+        if e[0] is None and (per := guess(st, per_max)) is not None:
+            e = (per, "~", guess(st, committed_max))
+        out.append(e)
     return out
 
 
