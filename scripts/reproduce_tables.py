@@ -62,6 +62,10 @@ def main() -> int:
                          "BLAS library needs as many, e.g. OPENBLAS_NUM_THREADS)")
     ap.add_argument("--plan", action="store_true", help="print every cell: runs done / left and an ETA; run nothing")
     ap.add_argument("--report-only", action="store_true", help="write the tables from the committed rows; run nothing")
+    ap.add_argument("--no-report", action="store_true",
+                    help="run the cells' seeds and write their rows only, not the tables (a part of a sweep, e.g. "
+                         "one of several worktrees or cluster jobs; --report-only writes the tables from all rows "
+                         "once they are merged)")
     ap.add_argument("--variant", default="", choices=["", *PROTOCOL_VARIANTS],
                     help="run the cells under a protocol variant (authors: the GAGA authors' noise; clean: each "
                          "row's plain model on clean training labels, the reference of what the model reaches); "
@@ -137,6 +141,9 @@ def main() -> int:
                                   shared_fits=not args.no_shared_fits)  # fmt: skip
             for label, why in failures.items():
                 print(f"failed: {label}: {why}", file=sys.stderr)
+            if args.no_report:
+                print("rows written; tables not written (--no-report): scripts/reproduce_tables.py --report-only")
+                return 0
         from spl_bench.paths import repo_root
         from spl_bench.report.reproduction import write_all
         from spl_bench.report.site import write_site

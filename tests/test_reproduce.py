@@ -280,6 +280,34 @@ def test_a_cell_never_run_takes_the_slowest_estimate_of_its_method_in_its_folder
     assert seconds_per_run(states)[2] == (pytest.approx(1700.0, rel=1e-12), "~", pytest.approx(2000.0, rel=1e-12))
 
 
+def test_no_report_runs_the_seeds_and_writes_no_table(monkeypatch, capsys):
+    """``reproduce_tables.py --no-report`` (one part of a sweep): the cells' runs are made, the tables
+    are not written; without it the same command writes them."""
+    import importlib.util
+    import sys
+
+    import spl_bench.report.reproduction as reproduction
+    import spl_bench.report.site as site
+    from spl_bench.paths import repo_root
+
+    spec = importlib.util.spec_from_file_location("reproduce_tables", repo_root() / "scripts" / "reproduce_tables.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)  # type: ignore[union-attr]
+    ran, wrote = [], []
+    monkeypatch.setattr(script, "cell_states", lambda cells: [c.cell_id for c in cells])
+    monkeypatch.setattr(script, "run_tables", lambda states, *a, **k: ran.append(states) or {})
+    monkeypatch.setattr(reproduction, "write_all", lambda **k: wrote.append("tables") or [])
+    monkeypatch.setattr(site, "write_site", lambda: wrote.append("site") or "index.html")
+    argv = ["reproduce_tables.py", "--tables", "16", "--methods", "acs"]
+    monkeypatch.setattr(sys, "argv", [*argv, "--no-report"])
+    assert script.main() == 0
+    assert len(ran) == 1 and len(ran[0]) == 7 and wrote == []  # Table 16: 7 noise rates
+    assert "tables not written (--no-report)" in capsys.readouterr().out
+    monkeypatch.setattr(sys, "argv", argv)
+    assert script.main() == 0
+    assert len(ran) == 2 and wrote == ["tables", "site"]
+
+
 def test_cell_states_record_each_seeds_code_time_and_the_re_timings(tmp_path, monkeypatch):
     monkeypatch.setattr(commits, "commit_times", lambda: {"aaa": 1, "bbb": 2})
     cell = Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=original"))
