@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -253,6 +254,23 @@ def test_a_family_scaled_cell_scales_only_its_seeds_older_than_the_family_re_tim
     states[1].seed_times = ((200.0, 1), (60.0, 5), (40.0, 9))
     states[0].retimed_since = None  # the family's re-timing commit unknown: the old rule
     assert seconds_per_run(states)[1][0] == pytest.approx(100.0 * 0.4, rel=1e-12)
+
+
+def test_pairing_reads_the_seeds_a_re_timed_cells_estimate_rests_on(tmp_path):
+    """``p`` against a re-timed table-rule cell: its re-timed seeds at their re-timings and its seeds
+    made since at their own seconds are paired; an older seed, not re-timed, is not (its seconds are
+    not today's)."""
+    cell = Cell("16", "gaga_table16", ("noise.rate=0.1", "method=gaga"))
+    ruled = CellState(cell, "h0", tmp_path / "x.csv", {0, 1, 2}, [], 100.0, 40.0, retimed_since=5,
+                      seed_times=((100.0, 1), (30.0, 6), (170.0, 2)), seed_ids=(0, 1, 2), seed_retimed=((0, 50.0),))
+    rerun = CellState(replace(cell, current_rule=True), "h1", tmp_path / "y.csv", {0, 2}, [], 62.5,
+                      seed_times=((45.0, 9), (80.0, 9)), seed_ids=(0, 2), ruled=ruled)
+    per, mark, committed = seconds_per_run([rerun])[0]
+    # seed 0 only (seed 2 of the table rule is old code, not re-timed): 40 x 45 / 50
+    assert mark == "p" and per == pytest.approx(36.0, rel=1e-12) and committed == 62.5
+    # no seed in common: the rerun's own seeds decide (their mean)
+    rerun.seed_ids, rerun.seed_times = (2,), ((80.0, 9),)
+    assert seconds_per_run([rerun])[0][:2] == (pytest.approx(62.5, rel=1e-12), "")
 
 
 def test_a_cell_never_run_takes_the_slowest_estimate_of_its_method_in_its_folder(tmp_path):

@@ -160,6 +160,38 @@ def test_a_rerun_without_seeds_is_priced_at_its_table_rule_cells_seconds(tmp_pat
     assert rerun.sec_per_run == pytest.approx(120.0) and rerun.seed_times == ruled.seed_times
 
 
+def test_a_rerun_with_seeds_is_priced_by_pairing_them_with_its_table_rule_cells_same_seeds(tmp_path, monkeypatch):
+    """``p``: a current-rule cell with fewer seeds than its paper's runs is priced at its table-rule
+    cell's estimate times the ratio of the two rules' seconds on the seeds both have; at the paper's
+    runs, its own seeds' mean."""
+    from spl_bench.runner import cells
+    from spl_bench.runner.plan import seconds_per_run
+
+    monkeypatch.setitem(cells.OLD_RULES, "gaga", (frozenset({"2"}), cells.OLD_RULES["gaga"][1]))
+    gaga = Cell("2", "gaga_table2", ("+table_row=t2_houses_n30", "method=gaga"))
+
+    def add(cell: Cell, times: dict[int, float]) -> None:
+        (st,) = cell_states([cell], tmp_path)
+        store_of(st, tmp_path).add([{"experiment": "gaga_table2", "seed": s, "metric": m, "value": 0.5,
+                                     "time_s": t, "config_hash": st.config_hash, "code_version": "0.1.0+unknown"}
+                                    for s, t in times.items() for m in ("gen_error", "selection_gen_error")])
+
+    # the table rule's seeds: the slow seed 0 and three fast ones, 250 s a run on average
+    add(gaga, {0: 700.0, 1: 100.0, 2: 100.0, 3: 100.0})
+    rerun = replace(gaga, current_rule=True)
+    add(rerun, {0: 630.0})  # the slow seed, 10 % faster under the current rule
+    (st,) = cell_states([rerun], tmp_path)
+    assert st.ruled is not None and st.ruled.sec_per_run == pytest.approx(250.0)
+    per, mark, own = seconds_per_run([st])[0]
+    # 250 x 630 / 700 = 225 s, not the slow seed's 630 s
+    assert mark == "p" and per == pytest.approx(225.0, rel=1e-12) and own == pytest.approx(630.0)
+    add(rerun, {1: 80.0})  # two shared seeds: 250 x (630 + 80) / (700 + 100)
+    assert seconds_per_run(cell_states([rerun], tmp_path))[0][0] == pytest.approx(250.0 * 710 / 800, rel=1e-12)
+    add(rerun, {s: 90.0 for s in range(2, 20)})  # at the paper's 20 runs: its own mean
+    per, mark, _ = seconds_per_run(cell_states([rerun], tmp_path))[0]
+    assert mark == "" and per == pytest.approx((630.0 + 80.0 + 18 * 90.0) / 20, rel=1e-12)
+
+
 def test_the_plan_prices_a_seed_by_its_cpu_seconds_where_its_row_has_them():
     import numpy as np
     import pandas as pd

@@ -50,6 +50,13 @@ class CellState:
     identity: dict[str, Any] | None = None
     #: committed seeds whose seconds measure no CPU (resumed from a checkpoint that kept none, :func:`seed_seconds`)
     n_unmeasured: int = 0
+    #: the seeds of :attr:`seed_times`, in its order
+    seed_ids: tuple[int, ...] = ()
+    #: per re-timed seed whose committed row is still the one re-timed: its re-timed CPU seconds (median)
+    seed_retimed: tuple[tuple[int, float], ...] = ()
+    #: a rerun under the current rule with seeds: the state of its cell on the table's rule (the same
+    #: configuration but the candidate rule, the same seeds' paths), for :func:`seconds_per_run`'s pairing
+    ruled: CellState | None = None
 
 
 def seed_seconds(seeds: pd.DataFrame) -> pd.Series:
@@ -109,17 +116,23 @@ def cell_states(cells: list[Cell], root: Path | None = None, retimed_path: Path 
             sec = todays_seconds(rows, seeds, since)
         versions = seeds["code_version"] if len(frame) and "code_version" in seeds else pd.Series(dtype=object)
         seed_times = tuple((float(t), commits.made_at(versions.get(s))) for s, t in times.items())
+        per_seed = () if rows is None else tuple((int(s), float(c)) for s, c in rows.groupby("seed")["cpu_s"].median()
+                                                 .items())
         states.append(CellState(cell, h, path, done, stale, float(times.mean()) if len(times) else None, sec, ratio,
                                 has_local_copy(OmegaConf.to_container(cfg.data, resolve=True)), seed_times, since,
-                                ident, len(recorded) - len(times)))
-    # a rerun under the current rule with no seed yet follows the same paths as its table-rule cell:
-    # that cell's seconds are its estimate
+                                ident, len(recorded) - len(times), tuple(int(s) for s in times.index), per_seed))
+    # a rerun under the current rule follows the same paths as its table-rule cell: with no seed yet,
+    # that cell's seconds are its estimate; with some, they are paired with that cell's same seeds
     for i, st in enumerate(states):
-        if st.cell.current_rule and not st.done:
+        if st.cell.current_rule:
             (ruled,) = cell_states([replace(st.cell, current_rule=False)], root, retimed_path)
-            states[i] = replace(st, sec_per_run=ruled.sec_per_run, sec_retimed=ruled.sec_retimed,
-                                retimed_ratio=ruled.retimed_ratio, seed_times=ruled.seed_times,
-                                retimed_since=ruled.retimed_since)
+            if st.done:
+                states[i] = replace(st, ruled=ruled)
+            else:
+                states[i] = replace(st, sec_per_run=ruled.sec_per_run, sec_retimed=ruled.sec_retimed,
+                                    retimed_ratio=ruled.retimed_ratio, seed_times=ruled.seed_times,
+                                    retimed_since=ruled.retimed_since, seed_ids=ruled.seed_ids,
+                                    seed_retimed=ruled.seed_retimed)
     return states
 
 
@@ -181,34 +194,91 @@ def seconds_per_run(states: list[CellState], ratio: dict[tuple[str, str], float]
     :func:`~spl_bench.runner.retiming.todays_seconds`) where it has been re-timed; else its committed rows' mean
     scaled by the median re-timed / committed ratio of its (table, method) family (``≈``) where
     the family has re-timed cells, the seeds made by code no older than the family's re-timing
-    counted at their own seconds (they are today's already); else the committed mean.  A cell never
-    run (``~``) takes the largest of those estimates among its method's cells of the same rows
-    folder (same table and variant: the same model, SP-regularizer and protocol), else among its
-    method's cells anywhere.  It takes an estimate, not a committed mean, so that it does not move
-    when the folder's cells go from committed rows to re-timings or to rows of today's code.  The
-    plan's ETA and the sweep's per-run budget both read this, so a cell the plan prices under the
-    budget is run.  ``ratio``: the families' ratios if the caller has them already
-    (:func:`_family_ratios` of ``states``).
+    counted at their own seconds (they are today's already); else the committed mean.  A rerun under
+    the current rule with fewer seeds than its paper's run count is priced by pairing (``p``,
+    :func:`_paired`).  A cell never run (``~``) takes the largest of those estimates among its
+    method's cells of the same rows folder (same table and variant: the same model, SP-regularizer
+    and protocol), else among its method's cells anywhere.  It takes an estimate, not a committed
+    mean, so that it does not move when the folder's cells go from committed rows to re-timings or
+    to rows of today's code.  The plan's ETA and the sweep's per-run budget both read this, so a
+    cell the plan prices under the budget is run.  ``ratio``: the families' ratios if the caller
+    has them already (:func:`_family_ratios` of ``states``).
     """
     ratio = _family_ratios(states) if ratio is None else ratio
     since = _family_retimed_at(states)
-    out: list[tuple[float | None, str, float | None]] = []
-    for st in states:
-        committed, mark = st.sec_per_run, ""
-        per = committed
-        key = (st.cell.rows_name, method_of(st.cell))
-        family = ratio.get(key)
-        if st.sec_retimed is not None:
-            per, mark = st.sec_retimed, "r"
-        elif per is not None and family is not None:
-            per, mark = per * family, "≈"
-            if st.seed_times and key in since:
-                # seeds made by code no older than the family's re-timing already are today's
-                # seconds: only the older ones are scaled
-                per = float(np.mean([t if made is not None and made >= since[key] else t * family
-                                     for t, made in st.seed_times]))
-        out.append((per, mark, committed))
+    out = [_estimate(st, ratio, since) for st in states]
+    paired = [i for i, st in enumerate(states)
+              if st.ruled is not None and len(st.done) < target_runs(st.cell, None)]
+    if paired:
+        ruled = [states[i].ruled for i in paired]
+        ruled_est = seconds_per_run(ruled)  # type: ignore[arg-type]
+        ruled_ratio, ruled_since = _family_ratios(ruled), _family_retimed_at(ruled)  # type: ignore[arg-type]
+        for i, (per, _, _) in zip(paired, ruled_est, strict=True):
+            got = _paired(states[i], per, ruled_ratio, ruled_since)
+            if got is not None:
+                out[i] = (got, "p", out[i][2])
     return _guess_never_run(states, out)
+
+
+def _estimate(st: CellState, ratio: dict[tuple[str, str], float], since: dict[tuple[str, str], int]
+              ) -> tuple[float | None, str, float | None]:
+    """One cell's estimate of :func:`seconds_per_run` from its own seeds (``r``, ``≈`` or the committed mean)."""
+    committed, mark = st.sec_per_run, ""
+    per = committed
+    key = (st.cell.rows_name, method_of(st.cell))
+    family = ratio.get(key)
+    if st.sec_retimed is not None:
+        per, mark = st.sec_retimed, "r"
+    elif per is not None and family is not None:
+        per, mark = per * family, "≈"
+        if st.seed_times and key in since:
+            # seeds made by code no older than the family's re-timing already are today's
+            # seconds: only the older ones are scaled
+            per = float(np.mean([t if made is not None and made >= since[key] else t * family
+                                 for t, made in st.seed_times]))
+    return per, mark, committed
+
+
+def _todays_seed_seconds(st: CellState, ratio: dict[tuple[str, str], float],
+                         since: dict[tuple[str, str], int]) -> dict[int, float]:
+    """The seeds of a cell that its estimate (:func:`_estimate`) rests on, each at its seconds on
+    today's scale: for a re-timed cell its re-timed seeds (at their re-timings) and the seeds made by
+    code no older than the re-timing (at their own seconds), as
+    :func:`~spl_bench.runner.retiming.todays_seconds`; else every measured seed, scaled by its
+    family's ratio where :func:`_estimate` scales it."""
+    if st.sec_retimed is not None:
+        out = {s: t for s, (t, made) in zip(st.seed_ids, st.seed_times, strict=True)
+               if st.retimed_since is not None and made is not None and made >= st.retimed_since}
+        out.update(dict(st.seed_retimed))
+        return out
+    key = (st.cell.rows_name, method_of(st.cell))
+    family = ratio.get(key)
+    if family is None:
+        return {s: t for s, (t, _) in zip(st.seed_ids, st.seed_times, strict=True)}
+    return {s: t if key in since and made is not None and made >= since[key] else t * family
+            for s, (t, made) in zip(st.seed_ids, st.seed_times, strict=True)}
+
+
+def _paired(st: CellState, ruled_per: float | None, ratio: dict[tuple[str, str], float],
+            since: dict[tuple[str, str], int]) -> float | None:
+    """The seconds per run of a rerun under the current rule (``st``, some seeds done) paired with its
+    cell on the table's rule (:attr:`CellState.ruled`): that cell's estimate ``ruled_per`` times the
+    ratio of the two rules' seconds summed over the seeds both have measured (a ratio estimator,
+    sum_s t_new(s) / sum_s t_old(s)).  The rules follow the same paths on a seed and differ in the
+    candidates kept, so a seed's cost under the two rules moves together: Table 6 hiva's seed 0, the
+    slowest seed of its cell, took 2,633 CPU-s under the current rule and 2,660 re-timed under the
+    step rule, whose 20 seeds average 1,711 s; its mean alone priced the rerun's 19 seeds left at
+    2,633 s each.  ``None`` (the rerun's own seeds decide) without a shared measured seed or an
+    estimate of the ruled cell."""
+    if st.ruled is None or ruled_per is None:
+        return None
+    new = dict(zip(st.seed_ids, (t for t, _ in st.seed_times), strict=True))
+    old = _todays_seed_seconds(st.ruled, ratio, since)
+    both = [s for s in new if s in old]
+    den = sum(old[s] for s in both)
+    if not both or den <= 0:
+        return None
+    return ruled_per * sum(new[s] for s in both) / den
 
 
 def _guess_never_run(states: list[CellState], est: list[tuple[float | None, str, float | None]]
