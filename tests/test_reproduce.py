@@ -326,6 +326,34 @@ def test_no_report_runs_the_seeds_and_writes_no_table(monkeypatch, capsys):
     assert len(ran) == 2 and wrote == ["tables", "site"]
 
 
+def test_report_only_points_every_tables_index_at_its_rule(monkeypatch):
+    """``--report-only`` writes every table, so without ``--tables`` it refreshes every table's index
+    (a table that left an old rule is then read on its new rows); with ``--tables`` those only; a
+    sweep without ``--tables`` keeps the default tables."""
+    import importlib.util
+    import sys
+
+    import spl_bench.report.reproduction as reproduction
+    import spl_bench.report.site as site
+    from spl_bench.paths import repo_root
+
+    spec = importlib.util.spec_from_file_location("reproduce_tables", repo_root() / "scripts" / "reproduce_tables.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)  # type: ignore[union-attr]
+    refreshed, ran = [], []
+    monkeypatch.setattr(script, "cell_states", lambda cells: list(cells))
+    monkeypatch.setattr(script, "refresh_indexes", lambda states: refreshed.append({c.table for c in states}))
+    monkeypatch.setattr(script, "run_tables", lambda states, *a, **k: ran.append({c.table for c in states}) or {})
+    monkeypatch.setattr(reproduction, "write_all", lambda **k: [])
+    monkeypatch.setattr(site, "write_site", lambda: "index.html")
+    monkeypatch.setattr(sys, "argv", ["reproduce_tables.py", "--report-only"])
+    assert script.main() == 0 and refreshed == [set(TABLES)]
+    monkeypatch.setattr(sys, "argv", ["reproduce_tables.py", "--report-only", "--tables", "12", "16"])
+    assert script.main() == 0 and refreshed[-1] == {"12", "16"}
+    monkeypatch.setattr(sys, "argv", ["reproduce_tables.py", "--methods", "original", "--no-report"])
+    assert script.main() == 0 and ran == [set(script.DEFAULT_TABLES)] and len(refreshed) == 2
+
+
 def test_cell_states_record_each_seeds_code_time_and_the_re_timings(tmp_path, monkeypatch):
     monkeypatch.setattr(commits, "commit_times", lambda: {"aaa": 1, "bbb": 2})
     cell = Cell("2", "gaga_table2", ("+table_row=t2_music_n30", "method=original"))
