@@ -261,6 +261,8 @@ class GAGA(SPLEstimator):
             "n_degenerate_gaps": len(self.path_.meta.get("degenerate_gaps", [])),
             # ACS fits of the warm starts made by the model's solver: the exact one did not finish
             **({"n_fit_fallbacks": int(n)} if (n := self.path_.meta.get("n_fit_fallbacks")) else {}),
+            # segments ended by the predictor-corrector's stall rule (docs/gaga.md "Stalled segments")
+            **({"n_stalled_segments": int(n)} if (n := self.path_.meta.get("n_stalled_segments")) else {}),
             # exact lasso fits made with degenerate pivots (docs/gaga.md "The weighted fits")
             **({"n_pivoted_fits": int(n)} if (n := self.path_.meta.get("n_pivoted_fits")) else {}),
             **({"degenerate_reason": r} if (r := self.path_.meta["degenerate_reason"]) else {}),

@@ -125,6 +125,7 @@ class Stepper:
             st.n_steps += 1
             if solver.status == "failed":
                 if getattr(solver, "branch_end", False):  # the predictor-corrector: no step from t_prev
+                    st.n_stalled_segments += int(getattr(solver, "stalled", False))
                     return self.branch_end(t_prev, theta_prev, lam_max)
                 if name != "PC":  # an ODE solver's steps vanish (next to a fold): the predictor-corrector
                     name = "PC"
