@@ -1,5 +1,6 @@
 """The predictor-corrector stepper (``gaga/core/continuation.py``) on path equations of known behaviour:
-a stall at the corrector's noise floor ends the branch, an ordinary path is followed to its end."""
+a stall at the corrector's noise floor ends the branch, an ordinary path is followed to its end; the
+compiled follower's calls under the same stall rule (``Stepper.compiled_segment``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ import pytest
 
 from spl_bench.gaga.core.continuation import STALL_STEP, STALL_STEPS, PredictorCorrector
 from spl_bench.gaga.core.options import EngineOptions
+from spl_bench.gaga.core.state import TrackState
+from spl_bench.gaga.core.stepping import COMPILED_CAP, Stepper
+from spl_bench.gaga.core.system_base import FULL, REACHED, CompiledRun
 from spl_bench.rowfiles import read_row_file
 from spl_bench.runner import reproduce as rp
 from spl_bench.runner.cells import cell_hash, compose_cell, table_cells
@@ -94,6 +98,76 @@ def test_an_ordinary_path_is_followed_to_its_end_without_a_stall(t0: float) -> N
     mid = 0.5 * (dense.t_old + dense.t)
     np.testing.assert_allclose(dense(mid)[:-1], eq.exact(mid), rtol=0, atol=1e-6)
     assert STALL_STEP * max(1.0, abs(t0)) < solver.step_size
+
+
+class _FollowedSystem:
+    """What the stepper asks of a system after a compiled call: its current point."""
+
+    def theta(self) -> np.ndarray:
+        return np.zeros(2)
+
+
+def _stepper() -> tuple[Stepper, list[float]]:
+    """A stepper on a bare state, whose ``branch_end`` notes the age it is called at."""
+    st = TrackState(sys=_FollowedSystem(), model=None, sp=None, X=np.zeros((1, 1)), y=np.zeros(1),  # type: ignore[arg-type]
+                    o=EngineOptions(method="compiled"))
+    ends: list[float] = []
+    stepper = Stepper(st, None, None, None, None, report=lambda lam: None)  # type: ignore[arg-type]
+
+    def branch_end(t: float, theta: np.ndarray, lam_max: float) -> float:
+        ends.append(t)
+        return t
+
+    stepper.branch_end = branch_end  # type: ignore[method-assign]
+    return stepper, ends
+
+
+def _run(t0: float, steps: np.ndarray, status: int = FULL, kinds: list[str] | None = None) -> CompiledRun:
+    """A compiled call from ``t0`` that recorded steps of the given lengths (kind ``step`` unless told)."""
+    ages = t0 + np.cumsum(steps)
+    kinds = kinds or ["step"] * len(steps)
+    records = [(float(a), np.zeros(2), 0.0, np.zeros(2), 0.0, 0, k) for a, k in zip(ages, kinds, strict=True)]
+    counts = np.array([0, 0, len(steps), 0, 0])
+    return CompiledRun(status, records, [], float(ages[-1]), np.empty(0, dtype=np.intp), counts)
+
+
+def test_compiled_calls_whose_steps_stall_end_the_branch_after_stall_steps_in_a_row() -> None:
+    stepper, ends = _stepper()
+    st = stepper.state
+    t, n_calls = 2.0, 0
+    short = np.full(COMPILED_CAP, 0.25 * STALL_STEP)  # relative 1.25e-9 at lam = 2: each one short
+    while not ends:
+        t_end = stepper.compiled_segment(_run(t, short), t, 3.0)
+        n_calls += 1
+        assert n_calls * COMPILED_CAP < STALL_STEPS + COMPILED_CAP, "the stall was not seen"
+        t = t_end
+    # the branch ends at the end of the first call that completes STALL_STEPS short steps in a row
+    assert n_calls == -(-STALL_STEPS // COMPILED_CAP)
+    assert ends == [pytest.approx(2.0 + n_calls * COMPILED_CAP * 0.25 * STALL_STEP, rel=1e-12)]
+    assert st.n_stalled_segments == 1 and st.compiled_short == 0
+    assert len(st.lams) == n_calls * COMPILED_CAP
+
+
+def test_compiled_calls_with_ordinary_or_interrupted_short_steps_go_on() -> None:
+    stepper, ends = _stepper()
+    st = stepper.state
+    # ordinary steps: each call's end is where the next starts
+    t = 2.0
+    for _ in range(8):
+        t_next = stepper.compiled_segment(_run(t, np.full(COMPILED_CAP, 1e-3)), t, 3.0)
+        assert t_next == pytest.approx(t + COMPILED_CAP * 1e-3)
+        t = t_next
+    assert st.compiled_short == 0
+    # short steps, but a critical point in each call ends the run of them (a new segment starts there)
+    kinds = ["step"] * COMPILED_CAP
+    kinds[COMPILED_CAP // 2] = "critical"
+    for _ in range(8):
+        t = stepper.compiled_segment(_run(t, np.full(COMPILED_CAP, 1e-10), kinds=kinds), t, 10.0)
+    assert not ends and st.n_stalled_segments == 0
+    assert st.compiled_short < STALL_STEPS
+    # a call that reaches lam_max clears the count
+    stepper.compiled_segment(_run(t, np.full(3, 1e-10), status=REACHED), t, 10.0)
+    assert st.compiled_short == 0
 
 
 @pytest.mark.slow

@@ -62,6 +62,13 @@ GROW, SHRINK = 2.0, 0.5
 STALL_STEP, STALL_STEPS = 1e-8, 1000
 
 
+def short_steps(n_short: int, h: float, t: float) -> int:
+    """The count of short accepted steps in a row after one more, of length ``h`` from ``t``: one more
+    if ``h < STALL_STEP max(1, |t|)``, else 0 (the stall rule of every route: the predictor-corrector's
+    steps here, the compiled follower's in :meth:`~spl_bench.gaga.core.stepping.Stepper.compiled_segment`)."""
+    return n_short + 1 if h < STALL_STEP * max(1.0, abs(t)) else 0
+
+
 class HermiteOutput(DenseOutput):
     """Cubic Hermite interpolant of ``(t0, y0, f0)`` and ``(t1, y1, f1)`` (values, derivatives)."""
 
@@ -170,7 +177,7 @@ class PredictorCorrector(OdeSolver):
     def _stalls(self, h: float, t: float) -> bool:
         """Count an accepted step of length ``h`` from ``t``; True when it makes ``STALL_STEPS`` short
         steps in a row (the step is then not taken: the branch ends at ``t``)."""
-        self.n_short = self.n_short + 1 if h < STALL_STEP * max(1.0, abs(t)) else 0
+        self.n_short = short_steps(self.n_short, h, t)
         self.stalled = self.n_short >= STALL_STEPS
         return self.stalled
 

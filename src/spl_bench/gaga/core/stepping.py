@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.integrate import LSODA, OdeSolver
 
-from spl_bench.gaga.core.continuation import PredictorCorrector
+from spl_bench.gaga.core.continuation import STALL_STEPS, PredictorCorrector, short_steps
 from spl_bench.gaga.core.critical import CriticalPoints
 from spl_bench.gaga.core.equation import PathEquation
 from spl_bench.gaga.core.events import EventLocator
@@ -67,16 +67,22 @@ class Stepper:
             run = st.sys.compiled_follow(lam0, lam_max, o, COMPILED_CAP, o.max_events - len(st.events),
                                          st.last_event)
             if run is not None:
-                return self.compiled_segment(run, lam_max)
+                return self.compiled_segment(run, lam0, lam_max)
+        st.compiled_short = 0  # step-by-step segments count their own short steps (PredictorCorrector)
         return self.ode_segment(lam0, lam_max)
 
-    def compiled_segment(self, run: CompiledRun, lam_max: float) -> float:
-        """Take over what the compiled follower did (:meth:`PathSystem.compiled_follow`).
+    def compiled_segment(self, run: CompiledRun, lam0: float, lam_max: float) -> float:
+        """Take over what the compiled follower did (:meth:`PathSystem.compiled_follow`) from ``lam0``.
 
         Its records and its turning points go into the path as the tracker's own would; a
         critical point it leaves (a jump: the continuation check fails) goes to
         :meth:`CriticalPoints.event`; where it gives up (singular ``J``, corrector failure, a
-        fold), the ODE route continues the segment from its last accepted step.
+        fold), the ODE route continues the segment from its last accepted step.  A call that
+        filled its buffer (``FULL``, :data:`COMPILED_CAP` records) is followed by another from its
+        end, unless its accepted steps stall: ``STALL_STEPS`` of them in a row, over the calls, each
+        shorter than ``STALL_STEP max(1, |lam|)`` (the predictor-corrector's rule,
+        :func:`~spl_bench.gaga.core.continuation.short_steps`) end the branch at the call's end
+        (:meth:`branch_end`), counted in ``n_stalled_segments``.
         """
         st = self.state
         seg0 = st.seg
@@ -84,9 +90,13 @@ class Stepper:
         st.n_compiled_events += len(run.events)
         st.n_rhs += int(run.counts[0])
         st.n_steps += int(run.counts[2])
+        t_prev = lam0
         for lam, vec, b, dvec, db, offset, kind in run.records:
             st.seg = seg0 + offset
             st.append(lam, vec, b, dvec, db, kind)
+            # a critical point ends a run of short steps (the next segment starts there)
+            st.compiled_short = short_steps(st.compiled_short, lam - t_prev, t_prev) if kind == "step" else 0
+            t_prev = lam
         for ev in run.events:
             st.events.append(ev)
             st.n_restarts += ev["kind"] == "jump"
@@ -94,11 +104,17 @@ class Stepper:
         if len(run.events) >= 2:  # the tracker's repeat count, as if it had seen each of them
             st.last_event, st.repeats = run.events[-2]["lam"], 0
         self.report(run.t_end)
+        if run.status != FULL:
+            st.compiled_short = 0
         if run.status == EVENT:
             return self.critical.event(run.t_end, lam_max, run.crossed)
         if run.status == REACHED:
             return lam_max
         if run.status == FULL:
+            if st.compiled_short >= STALL_STEPS:
+                st.compiled_short = 0
+                st.n_stalled_segments += 1
+                return self.branch_end(run.t_end, st.sys.theta(), lam_max)
             return run.t_end
         st.n_compiled_handbacks += 1
         return self.ode_segment(run.t_end, lam_max)
