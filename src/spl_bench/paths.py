@@ -9,6 +9,8 @@ from pathlib import Path
 DATA_DIR_ENV = "SPL_BENCH_DATA_DIR"
 #: Environment variable overriding the Hydra config directory.
 CONFIG_DIR_ENV = "SPL_BENCH_CONFIG_DIR"
+#: Environment variable naming the cache directory (``off``: no cache).
+CACHE_DIR_ENV = "SPL_BENCH_CACHE_DIR"
 
 
 def repo_root() -> Path:
@@ -36,3 +38,15 @@ def data_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
     if env:
         return Path(env).expanduser().resolve()
     return (Path.home() / ".cache" / "spl-bench" / "datasets").resolve()
+
+
+def cache_dir() -> Path | None:
+    """Where caches of derived files live (:mod:`spl_bench.runner.compose_cache`): ``$SPL_BENCH_CACHE_DIR``,
+    else ``$XDG_CACHE_HOME/spl-bench``, else ``~/.cache/spl-bench``; ``None`` when the variable is ``off``."""
+    env = os.environ.get(CACHE_DIR_ENV, "")
+    if env.lower() == "off":
+        return None
+    if env:
+        return Path(env).expanduser().resolve()
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    return (Path(xdg) if xdg else Path.home() / ".cache").expanduser().resolve() / "spl-bench"

@@ -259,18 +259,16 @@ def _mentions_dataset(pairs: dict[str, str], names: set[str]) -> bool:
 
 
 def compose_cell(cell: Cell, extra: Iterable[str] = ()) -> DictConfig:
-    """The resolved config of ``cell`` (Hydra's compose API: the same config ``spl-bench run`` builds)."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
+    """The config of ``cell`` (Hydra's compose API: the same config ``spl-bench run`` builds; kept on disk
+    by :func:`~spl_bench.runner.compose_cache.compose`), then with its table's overrides (:func:`table_overrides`)."""
+    from spl_bench.runner.compose_cache import compose
 
-    GlobalHydra.instance().clear()
     base = [f"experiment={cell.experiment}", *cell.overrides]
-    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
-        cfg = compose("config", overrides=[*base, *extra])
-        more = table_overrides(cell.table, str(cfg.method.name), str(cfg.data.task), str(cfg.data.name), cell.variant,
-                               cell.current_rule)
-        if more:
-            cfg = compose("config", overrides=[*base, *more, *extra])
+    cfg = compose([*base, *extra])
+    more = table_overrides(cell.table, str(cfg.method.name), str(cfg.data.task), str(cfg.data.name), cell.variant,
+                           cell.current_rule)
+    if more:
+        cfg = compose([*base, *more, *extra])
     return cfg
 
 
