@@ -49,4 +49,7 @@ def cache_dir() -> Path | None:
     if env:
         return Path(env).expanduser().resolve()
     xdg = os.environ.get("XDG_CACHE_HOME", "")
-    return (Path(xdg) if xdg else Path.home() / ".cache").expanduser().resolve() / "spl-bench"
+    try:
+        return (Path(xdg) if xdg else Path.home() / ".cache").expanduser().resolve() / "spl-bench"
+    except RuntimeError:  # no home directory to be found (a bare container): no cache
+        return None
