@@ -268,6 +268,7 @@ def _meta(mdl: Model, spr: SPRegularizer, X: Array, lam_min: float, lam_max: flo
         "n_compiled_handbacks": st.n_compiled_handbacks,
         "n_retaken_steps": st.n_retaken_steps,
         "n_stalled_segments": st.n_stalled_segments,
+        "n_chatter_stops": st.n_chatter_stops,
         "n_acs_skips": st.n_acs_skips,
         "n_acs_skipped": st.n_acs_skipped,
         "n_polish_cycles": st.n_polish_cycles,

@@ -61,6 +61,7 @@ class TrackState:
     n_compiled_handbacks: int = 0  # segments it handed back to the ODE route
     n_retaken_steps: int = 0  # steps retaken shorter: no partial optimum at their end
     n_stalled_segments: int = 0  # segments ended by a stall (continuation.STALL_STEPS; PC or compiled route)
+    n_chatter_stops: int = 0  # warm starts that ended a critical point met again and again at one age (tracker)
     compiled_short: int = 0  # the compiled follower's short accepted steps in a row, over its FULL calls
     n_acs_skips: int = 0  # affine extrapolations in warm starts (acs_skip_ahead)
     n_acs_skipped: int = 0  # ACS iterations they skipped (a jump to a piece's fixed point: not counted)
