@@ -107,3 +107,45 @@ def test_an_undone_event_alone_or_a_segment_without_events_forces_nothing() -> N
     tr, warm_ages = _tracker([_ev(1.5, BACK), _ev(1.5, BACK), None, None])
     tr.follow(lam_max=3.0)
     assert tr.state.n_chatter_stops == 1 and len(warm_ages) == 1
+
+
+def test_segments_that_end_further_on_without_events_are_no_repeats() -> None:
+    # one critical point, then 30 segments that each end 0.1 further on without one (a compiled call
+    # that filled its buffer): the path goes on to lam_max and nothing is forced.  Before, each such
+    # segment counted as a repeat of the last critical point, and the 21st forced a warm start.
+    tr, warm_ages = _tracker([_ev(1.5, [(4, "E_Z", "M")])] + [None] * 30)
+    tr.follow(lam_max=10.0)
+    assert warm_ages == [] and tr.state.n_chatter_stops == 0
+    assert len(tr.state.events) == 1 and tr.state.lam == 10.0
+
+
+class _StuckStepper:
+    """One critical point, then segments that end where they started without another, until a warm start
+    (``unstuck``) lets the next segment reach ``lam_max``."""
+
+    def __init__(self, state: TrackState) -> None:
+        self.state, self.unstuck, self.calls = state, False, 0
+
+    def segment(self, lam0: float, lam_max: float) -> float:
+        self.calls += 1
+        if not self.state.events:
+            self.state.events.append(_ev(lam0, [(4, "E_Z", "M")]))
+        return lam_max if self.unstuck else lam0
+
+
+def test_segments_that_make_no_progress_are_still_repeats() -> None:
+    # the old rule's safety net stays: more than 20 segments in a row that end where they began force a
+    # warm start (else the loop would never end)
+    tr, warm_ages = _tracker([])
+    stuck = _StuckStepper(tr.state)
+    tr.stepper = stuck  # type: ignore[assignment]
+
+    def warm_start(lam: float, before: Any) -> None:
+        warm_ages.append(lam)
+        stuck.unstuck = True
+
+    tr.warm = SimpleNamespace(warm_start=warm_start)  # type: ignore[assignment]
+    tr.follow(lam_max=1.5)
+    assert len(warm_ages) == 1 and tr.state.n_chatter_stops == 1
+    assert stuck.calls == 23  # the critical point's segment, 21 repeats, the segment after the warm start
+    assert tr.state.lam == 1.5

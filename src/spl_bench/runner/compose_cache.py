@@ -38,7 +38,8 @@ def tree_digest(root: Path) -> str:
     """SHA-256 of the config tree under ``root``: each ``.yaml`` / ``.yml`` file's relative path and
     bytes.  Read again whenever a file's size or modification time (or the list of files) changed."""
     files = sorted(p for p in root.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
-    stamp = tuple((p.relative_to(root).as_posix(), p.stat().st_mtime_ns, p.stat().st_size) for p in files)
+    stats = [p.stat() for p in files]
+    stamp = tuple((p.relative_to(root).as_posix(), s.st_mtime_ns, s.st_size) for p, s in zip(files, stats, strict=True))
     memo = _tree_memo.get(root)
     if memo is not None and memo[0] == stamp:
         return memo[1]

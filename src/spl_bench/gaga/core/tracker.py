@@ -167,11 +167,14 @@ class _Tracker:
             n_events = len(st.events)
             lam = self.stepper.segment(st.lam, lam_max)
             self.report(min(lam, lam_max), force=True)
-            if st.events:
+            new = len(st.events) > n_events
+            # a segment that ended further on without a critical point (a compiled call that filled
+            # its buffer, COMPILED_CAP records) repeats nothing; one that made no progress does
+            if st.events and (new or lam <= st.lam):
                 ev = st.events[-1]["lam"]
                 st.repeats = st.repeats + 1 if ev - st.last_event <= 1e-12 * max(1.0, ev) else 0
                 st.last_event = ev
-                if st.repeats > 20 or (len(st.events) > n_events and chattering(st.events)):
+                if st.repeats > 20 or (new and chattering(st.events)):
                     # chattering between sets: force progress with a warm start
                     st.n_chatter_stops += 1
                     before = st.sys.params()
