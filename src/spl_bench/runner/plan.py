@@ -21,7 +21,14 @@ from spl_bench.rowfiles import config_hash
 from spl_bench.rowstore import info_dict, read_cell
 from spl_bench.runner import commits, run_config
 from spl_bench.runner.cells import Cell, compose_cell, method_of
-from spl_bench.runner.retiming import current_retimings, retimed_at, retimed_rows, retimed_summary, todays_seconds
+from spl_bench.runner.retiming import (
+    current_retimings,
+    recorded_seconds,
+    retimed_at,
+    retimed_rows,
+    retimed_summary,
+    todays_seconds,
+)
 from spl_bench.table_registry import PAPER_RUNS, TABLES
 
 
@@ -35,8 +42,9 @@ class CellState:
     done: set[int]
     stale: list[Path]
     sec_per_run: float | None
-    #: seconds of one run of this cell with today's code: its seeds re-timed (``results/bench/retimed.csv``)
-    #: and those run since (:func:`~spl_bench.runner.retiming.todays_seconds`)
+    #: seconds of one run of this cell with today's code: its seeds re-timed (``results/bench/retimed.csv``),
+    #: the other seeds of their code version scaled by the re-timings, the rest at their own seconds
+    #: (:func:`~spl_bench.runner.retiming.todays_seconds`)
     sec_retimed: float | None = None
     #: those seconds over the re-timed seeds' committed seconds (:func:`~spl_bench.runner.retiming.retimed_ratios`)
     retimed_ratio: float | None = None
@@ -74,13 +82,6 @@ def seed_seconds(seeds: pd.DataFrame) -> pd.Series:
     return out
 
 
-def recorded_seconds(seeds: pd.DataFrame) -> pd.Series:
-    """The seconds each seed's row records: ``cpu_s`` where it has them, else ``time_s`` (what a
-    re-timing was compared with, :func:`~spl_bench.runner.retiming.current_retimings`)."""
-    wall = pd.to_numeric(seeds["time_s"], errors="coerce")
-    return wall if "cpu_s" not in seeds else pd.to_numeric(seeds["cpu_s"], errors="coerce").fillna(wall)
-
-
 def _resumed_without_cpu(info: object) -> bool:
     i = info_dict(info)
     if not i.get("n_resumes"):
@@ -113,7 +114,7 @@ def cell_states(cells: list[Cell], root: Path | None = None, retimed_path: Path 
         since = None if rows is None or "code_version" not in rows else retimed_at(rows)
         sec, ratio = (None, None) if rows is None else retimed_summary(rows)
         if rows is not None:
-            sec = todays_seconds(rows, seeds, since)
+            sec = todays_seconds(rows, seeds)
         versions = seeds["code_version"] if len(frame) and "code_version" in seeds else pd.Series(dtype=object)
         seed_times = tuple((float(t), commits.made_at(versions.get(s))) for s, t in times.items())
         per_seed = () if rows is None else tuple((int(s), float(c)) for s, c in rows.groupby("seed")["cpu_s"].median()
@@ -190,7 +191,8 @@ def seconds_per_run(states: list[CellState], ratio: dict[tuple[str, str], float]
                     ) -> list[tuple[float | None, str, float | None]]:
     """Each cell's estimated CPU seconds per run, its mark, and the committed seconds it scales.
 
-    A cell's seconds with today's code (``r``: its re-timed seeds and the seeds run since,
+    A cell's seconds with today's code (``r``: its re-timed seeds, the other seeds of their code
+    version scaled by them and the rest at their own seconds,
     :func:`~spl_bench.runner.retiming.todays_seconds`) where it has been re-timed; else its committed rows' mean
     scaled by the median re-timed / committed ratio of its (table, method) family (``≈``) where
     the family has re-timed cells, the seeds made by code no older than the family's re-timing

@@ -73,30 +73,48 @@ def retimed_at(rows: pd.DataFrame) -> int | None:
     return max(known) if known and len(known) == len(made) else None
 
 
-def todays_seconds(rows: pd.DataFrame, seeds: pd.DataFrame, since: int | None) -> float:
-    """Seconds of one run of a cell with today's code: the mean over its re-timed seeds (at their
-    re-timings, median per seed) and its seeds committed since by code no older than the re-timing's
-    (at their own seconds).
+def recorded_seconds(seeds: pd.DataFrame) -> pd.Series:
+    """The seconds each seed's row records: ``cpu_s`` where it has them, else ``time_s`` (what a
+    re-timing is compared with, :func:`current_retimings`, and what ``retime_cells`` stores as the
+    seed's committed seconds)."""
+    wall = pd.to_numeric(seeds["time_s"], errors="coerce")
+    return wall if "cpu_s" not in seeds else pd.to_numeric(seeds["cpu_s"], errors="coerce").fillna(wall)
 
-    Which rows are that recent is read from the commits in their ``code_version`` (git's commit
-    times; main's history is linear).  Without them (no git, unknown commits) the re-timings alone
-    count, their median.  Re-timing seed 0 alone priced Table 6's hiva GAGA cell at 2,660 s a run
-    against 1,180-3,310 s for the nine seeds run after the re-timing.  ``since`` is the commit time
-    of the re-timing's code (:func:`retimed_at`; ``None``: unknown).
+
+def todays_seconds(rows: pd.DataFrame, seeds: pd.DataFrame) -> float:
+    """Seconds of one run of a cell with today's code: the mean over its measured seeds (``seeds``, one
+    row per seed) of each seed's seconds on today's code.
+
+    * a re-timed seed: its re-timing (median per seed);
+    * a seed whose row was made by the code version of re-timed seeds: its committed seconds times
+      that version's ratio, sum of the re-timings / sum of their committed seconds (a ratio
+      estimator: seeds of one cell differ in cost far more than a code change moves one seed, so
+      one seed's re-timing prices its version's other seeds by their own committed seconds);
+    * any other seed (made by code that no re-timing measured, newer or older): its own seconds.
+
+    Before 2026-11-30 a cell re-timed on seed 0 was priced at seed 0's seconds and those of the seeds
+    made since: Table 3's hiva GAGA cell at 313 CPU-s a run from seed 0 alone, whose 19 other seeds,
+    made by one later version, take 26-365 CPU-s (mean 186).  Without the versions (old rows), the
+    median of the re-timings.
     """
-    fallback = float(rows["cpu_s"].median())
-    times = commits.commit_times()
-    if not times or "code_version" not in seeds or since is None:
-        return fallback
     again = rows.groupby("seed")["cpu_s"].median()
-    per = [float(sec) for sec in again]
-    for seed, version in seeds["code_version"].items():
-        made = commits.made_at(version)
-        if int(seed) not in again.index and made is not None and made >= since:
-            # its CPU seconds where the row records them (a loaded machine's wall clock is no measure)
-            cpu = float(seeds.at[seed, "cpu_s"]) if "cpu_s" in seeds else float("nan")
-            per.append(cpu if np.isfinite(cpu) else float(seeds.at[seed, "time_s"]))
-    return fallback if len(per) == len(again) else float(np.mean(per))
+    if "code_version" not in seeds or not len(seeds):
+        return float(rows["cpu_s"].median())
+    own = recorded_seconds(seeds)
+    version = seeds["code_version"]
+    ratio: dict[object, float] = {}
+    if "committed_s" in rows:
+        committed = rows.groupby("seed")["committed_s"].median()
+        timed = [s for s in again.index if s in version.index]
+        for v in {version[s] for s in timed}:
+            same = [s for s in timed if version[s] == v]
+            den = float(committed[same].sum())
+            if den > 0:
+                ratio[v] = float(again[same].sum()) / den
+    per = [float(again[s]) if s in again.index else float(own[s]) * ratio.get(version[s], 1.0)
+           for s in seeds.index if s in again.index or np.isfinite(own[s])]
+    per += [float(again[s]) for s in again.index if s not in seeds.index]
+    return float(np.mean(per))
 
 
 def current_retimings(rows: pd.DataFrame | None, times: pd.Series) -> pd.DataFrame | None:
