@@ -911,3 +911,20 @@ def test_refresh_report_pairs_only_the_seeds_the_fix_replaced(tmp_path, monkeypa
     assert s["max_abs_move"] == pytest.approx(1e-12, rel=1e-3)
     moved = refresh.refresh_summary(pairs.assign(value_new=[0.9, 0.81])).iloc[0]
     assert moved["values_moved"] == 1 and moved["mean_new"] == pytest.approx(0.855, rel=1e-12)
+
+
+def test_retime_cells_picks_the_seeds_of_the_version_that_made_most_of_the_cell():
+    import importlib.util
+
+    from spl_bench.paths import repo_root
+
+    spec = importlib.util.spec_from_file_location("retime_cells", repo_root() / "scripts" / "retime_cells.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)  # type: ignore[union-attr]
+    versions = ["old", "new", "new", "mid", "new", "mid"]
+    rows = pd.DataFrame({"seed": [s for s in range(6) for _ in range(2)],  # two metric rows per seed
+                         "code_version": [v for v in versions for _ in range(2)]})
+    assert script.pick_seeds(rows, set(range(6)), 2) == [1, 2]
+    assert script.pick_seeds(rows, {0, 3, 5}, 1) == [3]  # among the seeds done: "mid" twice, "old" once
+    assert script.pick_seeds(rows.assign(code_version=["a", "a", "b", "b"] * 3), set(range(6)), 1) == [0]  # a tie
+    assert script.pick_seeds(rows.drop(columns="code_version"), {4, 2, 5}, 2) == [2, 4]
