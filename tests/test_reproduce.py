@@ -36,6 +36,7 @@ from spl_bench.runner.retiming import (
     RETIMED_COLUMNS,
     append_retimed_row,
     retimed,
+    retimed_at,
     retimed_ratios,
     todays_seconds,
 )
@@ -156,26 +157,34 @@ def test_a_cell_without_its_data_fails_once_and_its_other_seeds_are_passed_over(
     assert len(pd.read_csv(tmp_path / "failures.csv")) == 1
 
 
-def test_todays_seconds_scale_the_re_timed_seeds_version_and_keep_the_others():
+def test_todays_seconds_scale_the_re_timed_seeds_version_and_count_the_seeds_run_since(monkeypatch):
     """A re-timed seed at its re-timing; the other seeds of its code version at their committed seconds
-    times that version's ratio (sum of re-timings / sum of their committed seconds); seeds of other
-    versions at their own seconds (CPU where the row has them).  An independent computation of the
+    times that version's ratio (sum of re-timings / sum of their committed seconds); seeds made by
+    code no older than the re-timing's at their own seconds (CPU where the row has them); older seeds
+    left out.  Without the commits' times, the re-timings alone.  An independent computation of the
     same mean, written out seed by seed."""
+    monkeypatch.setattr(commits, "commit_times", lambda: {"aaa": 1, "bbb": 2, "ccc": 3, "ddd": 0})
     seeds = pd.DataFrame({"time_s": [1000.0, 900.0, 100.0, 120.0, 800.0],
                           "cpu_s": [np.nan, np.nan, 90.0, np.nan, 400.0],
                           "code_version": ["0.1.0+aaa", "0.1.0+aaa", "0.1.0+bbb", "0.1.0+ccc", "0.1.0+ddd"]},
                          index=pd.Index([0, 1, 2, 3, 4], name="seed"))
     rows = pd.DataFrame({"seed": [0, 0], "cpu_s": [190.0, 210.0], "committed_s": [1000.0, 1000.0],
-                         "code_version": ["0.1.0+eee", "0.1.0+eee"]})
-    # seed 0: median of its re-timings 200; seed 1: 900 x 200 / 1000; seeds 2-4: own (CPU, wall, CPU)
-    assert todays_seconds(rows, seeds) == pytest.approx((200 + 180 + 90 + 120 + 400) / 5, rel=1e-12)
-    # two re-timed seeds of one version: their ratio is a ratio of sums, not a mean of ratios
+                         "code_version": ["0.1.0+bbb+flag"] * 2})
+    # seed 0: median of its re-timings 200; seed 1 (aaa, its version): 900 x 0.2; seeds 2, 3 (made
+    # since bbb, the re-timing's code): own, CPU and wall; seed 4 (ddd, older): left out
+    assert todays_seconds(rows, seeds, retimed_at(rows)) == pytest.approx((200 + 180 + 90 + 120) / 4, rel=1e-12)
+    later = rows.assign(code_version="0.1.0+ccc")
+    assert todays_seconds(later, seeds, retimed_at(later)) == pytest.approx((200 + 180 + 120) / 3, rel=1e-12)
+    # two re-timed seeds of one version: a ratio of sums, not a mean of ratios
     two = pd.DataFrame({"seed": [0, 4], "cpu_s": [200.0, 100.0], "committed_s": [1000.0, 400.0],
-                        "code_version": ["0.1.0+eee"] * 2})
+                        "code_version": ["0.1.0+ccc"] * 2})
     seeds4 = seeds.assign(code_version=["0.1.0+aaa", "0.1.0+aaa", "0.1.0+bbb", "0.1.0+ccc", "0.1.0+aaa"])
-    assert todays_seconds(two, seeds4) == pytest.approx((200 + 900 * 300 / 1400 + 90 + 120 + 100) / 5, rel=1e-12)
-    # rows without code versions: the re-timings' median
-    assert todays_seconds(rows, seeds.drop(columns="code_version")) == 200.0
+    assert todays_seconds(two, seeds4, retimed_at(two)) == pytest.approx(
+        (200 + 900 * 300 / 1400 + 120 + 100) / 4, rel=1e-12)
+    unknown = rows.assign(code_version="0.1.0+zzz")
+    assert todays_seconds(unknown, seeds, retimed_at(unknown)) == 200.0
+    monkeypatch.setattr(commits, "commit_times", dict)
+    assert todays_seconds(rows, seeds, retimed_at(rows)) == 200.0
 
 
 def test_without_runs_each_cell_goes_to_its_papers_run_count(tmp_path):
@@ -370,8 +379,8 @@ def test_cell_states_record_each_seeds_code_time_and_the_re_timings(tmp_path, mo
                    "committed_s": 100.0, "code_version": "0.1.0+bbb"}]).to_csv(retimed, index=False)
     st = cell_states([cell], tmp_path, retimed)[0]
     assert st.seed_times == ((100.0, 1), (30.0, 2), (20.0, None)) and st.retimed_since == 2
-    # today's seconds: seed 0 at its re-timing, seeds 1 and 2 (other code versions) at their own
-    assert st.sec_retimed == pytest.approx((10.0 + 30.0 + 20.0) / 3, rel=1e-12)
+    # today's seconds: seed 0 at its re-timing, seed 1 (made by the re-timing's code) at its own
+    assert st.sec_retimed == pytest.approx((10.0 + 30.0) / 2, rel=1e-12)
 
 
 def test_seeds_resumed_without_their_cpu_seconds_are_left_out_and_their_re_timings_kept(tmp_path, monkeypatch):
@@ -392,9 +401,7 @@ def test_seeds_resumed_without_their_cpu_seconds_are_left_out_and_their_re_timin
     pd.DataFrame([{"rows_name": "gaga_table2", "cell_id": cell.cell_id, "seed": 0, "cpu_s": 40.0,
                    "committed_s": 2700.0, "code_version": "0.1.0+bbb"}]).to_csv(retimed, index=False)
     again = cell_states([cell], tmp_path, retimed)[0]
-    # seed 0 at its re-timing, seed 1 at its own CPU seconds (its version's only other seed, 0, has no
-    # committed measure to scale it by), seed 2 unmeasured
-    assert again.sec_retimed == pytest.approx((40.0 + 30.0) / 2, rel=1e-12)
+    assert again.sec_retimed == 40.0  # seed 0 at its re-timing; seeds 1-2 are older than it
 
 
 def test_a_re_timing_counts_only_while_its_seed_is_the_committed_one(tmp_path):

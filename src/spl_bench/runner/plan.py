@@ -43,8 +43,8 @@ class CellState:
     stale: list[Path]
     sec_per_run: float | None
     #: seconds of one run of this cell with today's code: its seeds re-timed (``results/bench/retimed.csv``),
-    #: the other seeds of their code version scaled by the re-timings, the rest at their own seconds
-    #: (:func:`~spl_bench.runner.retiming.todays_seconds`)
+    #: the other seeds of their code version scaled by the re-timings, and the seeds made since at their
+    #: own seconds (:func:`~spl_bench.runner.retiming.todays_seconds`)
     sec_retimed: float | None = None
     #: those seconds over the re-timed seeds' committed seconds (:func:`~spl_bench.runner.retiming.retimed_ratios`)
     retimed_ratio: float | None = None
@@ -114,7 +114,7 @@ def cell_states(cells: list[Cell], root: Path | None = None, retimed_path: Path 
         since = None if rows is None or "code_version" not in rows else retimed_at(rows)
         sec, ratio = (None, None) if rows is None else retimed_summary(rows)
         if rows is not None:
-            sec = todays_seconds(rows, seeds)
+            sec = todays_seconds(rows, seeds, since)
         versions = seeds["code_version"] if len(frame) and "code_version" in seeds else pd.Series(dtype=object)
         seed_times = tuple((float(t), commits.made_at(versions.get(s))) for s, t in times.items())
         per_seed = () if rows is None else tuple((int(s), float(c)) for s, c in rows.groupby("seed")["cpu_s"].median()
@@ -192,7 +192,7 @@ def seconds_per_run(states: list[CellState], ratio: dict[tuple[str, str], float]
     """Each cell's estimated CPU seconds per run, its mark, and the committed seconds it scales.
 
     A cell's seconds with today's code (``r``: its re-timed seeds, the other seeds of their code
-    version scaled by them and the rest at their own seconds,
+    version scaled by them and the seeds run since at their own seconds,
     :func:`~spl_bench.runner.retiming.todays_seconds`) where it has been re-timed; else its committed rows' mean
     scaled by the median re-timed / committed ratio of its (table, method) family (``≈``) where
     the family has re-timed cells, the seeds made by code no older than the family's re-timing

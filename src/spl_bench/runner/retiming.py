@@ -81,39 +81,48 @@ def recorded_seconds(seeds: pd.DataFrame) -> pd.Series:
     return wall if "cpu_s" not in seeds else pd.to_numeric(seeds["cpu_s"], errors="coerce").fillna(wall)
 
 
-def todays_seconds(rows: pd.DataFrame, seeds: pd.DataFrame) -> float:
-    """Seconds of one run of a cell with today's code: the mean over its measured seeds (``seeds``, one
-    row per seed) of each seed's seconds on today's code.
+def todays_seconds(rows: pd.DataFrame, seeds: pd.DataFrame, since: int | None) -> float:
+    """Seconds of one run of a cell with today's code: the mean over its seeds of each seed's seconds on
+    today's code, for the seeds that have such an estimate.
 
     * a re-timed seed: its re-timing (median per seed);
-    * a seed whose row was made by the code version of re-timed seeds: its committed seconds times
-      that version's ratio, sum of the re-timings / sum of their committed seconds (a ratio
-      estimator: seeds of one cell differ in cost far more than a code change moves one seed, so
-      one seed's re-timing prices its version's other seeds by their own committed seconds);
-    * any other seed (made by code that no re-timing measured, newer or older): its own seconds.
+    * a seed made by the code version of re-timed seeds: its committed seconds times that version's
+      ratio, sum of the re-timings / sum of their committed seconds (a ratio estimator: the seeds of
+      one cell differ in cost far more than a code change moves one seed, and a seed's committed
+      seconds and its re-timing pair the version's speed and its machine's load with today's);
+    * a seed made by code no older than the re-timing's (``since``, :func:`retimed_at`; git's commit
+      times): its own seconds (CPU where the row records them);
+    * any other seed is left out: older code, measured on a machine whose load no re-timing paired.
 
-    Before 2026-11-30 a cell re-timed on seed 0 was priced at seed 0's seconds and those of the seeds
-    made since: Table 3's hiva GAGA cell at 313 CPU-s a run from seed 0 alone, whose 19 other seeds,
-    made by one later version, take 26-365 CPU-s (mean 186).  Without the versions (old rows), the
-    median of the re-timings.
+    Without the versions or the commits' times, the median of the re-timings.  Before 2026-11-30 the
+    seeds of a re-timed version were left out too, and a cell re-timed on one seed was priced at that
+    seed's seconds: Table 3's hiva GAGA cell at 313 CPU-s a run from seed 0 (the only seed of its
+    version), whose other 19 seeds took 26-365 CPU-s, 186 on average.
     """
+    fallback = float(rows["cpu_s"].median())
+    if "code_version" not in seeds or not len(seeds) or not commits.commit_times() or since is None:
+        return fallback
     again = rows.groupby("seed")["cpu_s"].median()
-    if "code_version" not in seeds or not len(seeds):
-        return float(rows["cpu_s"].median())
     own = recorded_seconds(seeds)
     version = seeds["code_version"]
+    timed = [s for s in again.index if s in version.index]  # re-timed seeds with a committed measure
     ratio: dict[object, float] = {}
     if "committed_s" in rows:
         committed = rows.groupby("seed")["committed_s"].median()
-        timed = [s for s in again.index if s in version.index]
         for v in {version[s] for s in timed}:
             same = [s for s in timed if version[s] == v]
             den = float(committed[same].sum())
             if den > 0:
                 ratio[v] = float(again[same].sum()) / den
-    per = [float(again[s]) if s in again.index else float(own[s]) * ratio.get(version[s], 1.0)
-           for s in seeds.index if s in again.index or np.isfinite(own[s])]
-    per += [float(again[s]) for s in again.index if s not in seeds.index]
+    per = [float(sec) for sec in again]
+    for s in seeds.index:
+        if s in again.index or not np.isfinite(own[s]):
+            continue
+        made = commits.made_at(version[s])
+        if version[s] in ratio:
+            per.append(float(own[s]) * ratio[version[s]])
+        elif made is not None and made >= since:
+            per.append(float(own[s]))
     return float(np.mean(per))
 
 
