@@ -38,6 +38,7 @@ from spl_bench.runner.retiming import (
     retimed,
     retimed_at,
     retimed_ratios,
+    retimed_rows,
     todays_seconds,
 )
 from spl_bench.runner.run_config import estimator_factory
@@ -935,3 +936,15 @@ def test_retime_cells_picks_the_seeds_of_the_version_that_made_most_of_the_cell(
     assert script.pick_seeds(rows, {0, 3, 5}, 1) == [3]  # among the seeds done: "mid" twice, "old" once
     assert script.pick_seeds(rows.assign(code_version=["a", "a", "b", "b"] * 3), set(range(6)), 1) == [0]  # a tie
     assert script.pick_seeds(rows.drop(columns="code_version"), {4, 2, 5}, 2) == [2, 4]
+
+
+def test_re_timings_of_an_opt_in_option_do_not_price_the_cell(tmp_path):
+    """A re-timing whose code version names an option after the commit timed another method: the
+    newest plain version's rows price the cell."""
+    path = tmp_path / "retimed.csv"
+    timings = ((337.0, "0.1.0+aaa"), (213.0, "0.1.0+bbb+newton_step_check"))
+    pd.DataFrame([{"rows_name": "gaga_table5", "cell_id": "c", "seed": 0, "cpu_s": cpu, "committed_s": 372.0,
+                   "code_version": v} for cpu, v in timings]).to_csv(path, index=False)
+    ((key, rows),) = list(retimed_rows(path))
+    assert key == ("gaga_table5", "c") and list(rows["cpu_s"]) == [337.0]
+    assert retimed(path) == {("gaga_table5", "c"): 337.0}

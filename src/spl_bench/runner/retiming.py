@@ -34,11 +34,17 @@ def append_retimed_row(path: Path, row: dict[str, Any]) -> None:
 
 
 def retimed_rows(path: Path | None) -> Iterator[tuple[tuple[str, str], pd.DataFrame]]:
-    """The re-timing rows of each ``(rows folder, cell id)``, those of the newest code version."""
+    """The re-timing rows of each ``(rows folder, cell id)``, those of the newest code version.
+
+    Rows whose code version names an option after the commit (``0.1.0+e7f6569+newton_step_check``,
+    written by hand when an opt-in option was measured) are left out: they time another method than
+    the cells', and they would be read as the newest version (Tables 5-6 hiva MOSPL, 2026-11-27)."""
     path = path if path is not None else repo_root() / RETIMED_FILE
     if not path.is_file():
         return
     frame = pd.read_csv(path)
+    if "code_version" in frame:
+        frame = frame[frame["code_version"].astype(str).str.count(r"\+") <= 1]
     for key, rows in frame.groupby(["rows_name", "cell_id"]):
         if "code_version" in rows:  # the code version re-timed last (rows are appended in time order)
             rows = rows[rows["code_version"] == rows["code_version"].iloc[-1]]
