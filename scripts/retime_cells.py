@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections import Counter
 from datetime import UTC, datetime
 
 import numpy as np
@@ -60,10 +61,10 @@ def pick_seeds(rows: pd.DataFrame, done: set[int], k: int) -> list[int]:
     if "code_version" not in rows or rows["code_version"].isna().all():
         return sorted(done)[:k]
     version = rows.drop_duplicates("seed").set_index("seed")["code_version"]
-    counts = version[version.index.isin(list(done))].value_counts(sort=False)
-    if counts.empty:
+    ordered = [version[s] for s in sorted(done) if s in version.index]
+    if not ordered:
         return sorted(done)[:k]
-    top = max(counts.index, key=lambda v: (counts[v], -min(s for s in version.index if version[s] == v)))
+    top = Counter(ordered).most_common(1)[0][0]  # equal counts: the version met first, i.e. of the lower seed
     return sorted(s for s in done if version.get(s) == top)[:k]
 
 

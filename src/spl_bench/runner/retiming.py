@@ -124,10 +124,9 @@ def todays_seconds(rows: pd.DataFrame, seeds: pd.DataFrame, since: int | None) -
     for s in seeds.index:
         if s in again.index or not np.isfinite(own[s]):
             continue
-        made = commits.made_at(version[s])
         if version[s] in ratio:
             per.append(float(own[s]) * ratio[version[s]])
-        elif made is not None and made >= since:
+        elif (made := commits.made_at(version[s])) is not None and made >= since:
             per.append(float(own[s]))
     return float(np.mean(per))
 
