@@ -54,7 +54,10 @@ class GLMDesign:
     #: solves' own test is relative to the larger of ``|g|`` and the summed terms' size, which on
     #: many standardised columns (hiva, 1,617) is 60-600 times ``|g|``: steps with residuals near
     #: ``|g|`` pass, Newton converges linearly and gives up after ``max_iter`` (MOSPL's refits then
-    #: fall back to the model's solver, 89 of 148 on Table 5 hiva).  Off by default: GAGA's and the
+    #: fall back to the model's solver, 89 of 148 on Table 5 hiva).  With the check on, the refined
+    #: solves themselves are held to the check's test (residuals relative to ``|g|``, not to the
+    #: summed terms), so that conjugate gradients go on where they would have stopped short and the
+    #: Hessian is formed only where they do not converge.  Off by default: GAGA's and the
     #: ACS baseline's fits start next to their answers; MOSPL's refits switch it on
     #: (``make_inner_solver(distant_starts=True)``)
     newton_step_check = False
@@ -282,9 +285,17 @@ class GLMDesign:
             elif ref is not None and ref[0].n == theta.shape[0] >= self.refine_min_dim:
                 aXL = abs(XL) if aXL is None else aXL
                 forcing = min(self.newton_forcing, gmax / scale)
-                solver = RefinedFactor(self._jvp(theta, XL, D), ref[0], full, jscale=ref[1],
-                                       tol=max(forcing, 1e-13), max_iter=self.refine_max_iter,
-                                       bound=self._jvp_bound(theta, XL, D, aXL))
+                rtol, bound = max(forcing, 1e-13), self._jvp_bound(theta, XL, D, aXL)
+                if self.newton_step_check:
+                    # conjugate gradients held to the check's own test, |H s + g| <= max(forcing |g|,
+                    # 1e-13 bound(s)): residuals relative to |g| (jscale 0), floored at the products'
+                    # rounding (bound scaled by 1e-13 / rtol, since pcg multiplies its floor by rtol)
+                    solver = RefinedFactor(self._jvp(theta, XL, D), ref[0], full, jscale=0.0, tol=rtol,
+                                           max_iter=self.refine_max_iter,
+                                           bound=lambda x, _b=bound, _t=rtol: 1e-13 / _t * _b(x))
+                else:
+                    solver = RefinedFactor(self._jvp(theta, XL, D), ref[0], full, jscale=ref[1], tol=rtol,
+                                           max_iter=self.refine_max_iter, bound=bound)
                 step = solver.solve(-g)
                 if self.newton_step_check and not self._newton_step_ok(theta, XL, D, aXL, step, g, forcing):
                     step = full().solve(-g)  # (and its factor is the next steps' reference)
