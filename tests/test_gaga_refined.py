@@ -462,6 +462,15 @@ def test_acs_fits_warm_started_by_extrapolation_give_the_same_path(sp, lam_min, 
     assert np.abs(a - a0).max() <= 1e-7 * (1 + np.abs(a0).max()) and np.abs(b - b0).max() <= 1e-7
 
 
+def _refit_chain_data() -> tuple[np.ndarray, np.ndarray]:
+    """400 x 300 standardised Gaussian columns, labels from five of them plus noise (the refit chains)."""
+    rng0 = np.random.default_rng(0)
+    n, d = 400, 300
+    X = rng0.normal(size=(n, d))
+    X = (X - X.mean(0)) / X.std(0)
+    return X, np.where(X[:, :5].sum(1) + 2.0 * rng0.normal(size=n) > 0, 1.0, -1.0)
+
+
 def test_newton_step_check_keeps_the_refits_quadratic(monkeypatch):
     """``GLMDesign.newton_step_check``: chained refits from the ``v = 1`` fit to weights with more and
     more zeros (MOSPL's refit chain) on 300 standardised columns, each refined on the last fit's
@@ -471,11 +480,8 @@ def test_newton_step_check_keeps_the_refits_quadratic(monkeypatch):
     scikit-learn's (1e-7), in far fewer steps."""
     import spl_bench.gaga.glm.design as design
 
-    rng0 = np.random.default_rng(0)
-    n, d = 400, 300
-    X = rng0.normal(size=(n, d))
-    X = (X - X.mean(0)) / X.std(0)
-    y = np.where(X[:, :5].sum(1) + 2.0 * rng0.normal(size=n) > 0, 1.0, -1.0)
+    X, y = _refit_chain_data()
+    n = X.shape[0]
     model = get_model("logistic", C=1.0)
     orig = design.GLMDesign._damped_step
     steps = [0]
@@ -513,11 +519,8 @@ def test_checked_refits_refine_instead_of_forming_hessians(monkeypatch):
     1e-8), and fewer Hessians are formed than a third of the Newton steps taken."""
     import spl_bench.gaga.glm.design as design
 
-    rng0 = np.random.default_rng(0)
-    n, d = 400, 300
-    X = rng0.normal(size=(n, d))
-    X = (X - X.mean(0)) / X.std(0)
-    y = np.where(X[:, :5].sum(1) + 2.0 * rng0.normal(size=n) > 0, 1.0, -1.0)
+    X, y = _refit_chain_data()
+    n = X.shape[0]
     model = get_model("logistic", C=1.0)
     counts = {"steps": 0, "hessians": 0}
     orig_step, orig_gram = design.GLMDesign._damped_step, design.GLMDesign._gram
