@@ -27,7 +27,10 @@ libsvm give-ups differ).
 * ``cccp_smo_musk``: the CCCP baseline's SMO fallback on a subproblem of the musk cell's size;
 * ``acs_pendigits``: the ACS baseline, RBF kernel, linear SP, on the training rows of run 1 of the
   Table 2 pendigits (20 % noise) cell, first 4 ages: the family where guess-and-check gives up on
-  most v-weighted fits after its 30 rounds.
+  most v-weighted fits after its 30 rounds;
+* ``mospl_hiva_refits``: MOSPL's chained logistic refits (C 1) on the cell proxy's 2,306 rows and
+  every column, at ``REFIT_POINTS`` linear-SP weight vectors of the ``v = 1`` fit's losses (the
+  Tables 5-6 hiva cells' Pareto points have such weights).
 
 Routes: GAGA's ``auto`` (RK45 with the Newton corrector) and ``PC`` (predictor-corrector); for
 the wide proxy, each of them with the solves in the ``d + 1`` unknowns' dimension (``k_dim``) or in
@@ -68,7 +71,11 @@ from spl_bench.gaga.api import age_path
 from spl_bench.gaga.core.options import EngineOptions
 from spl_bench.gaga.core.refined import CholeskyFactor
 from spl_bench.gaga.core.warm import WarmStarts
+from spl_bench.gaga.glm.design import GLMDesign
 from spl_bench.gaga.glm.glm_system import GLMSystem
+from spl_bench.methods._acs_solvers import make_inner_solver
+from spl_bench.methods.mospl import refit_chain, refit_order
+from spl_bench.models import get_model
 from spl_bench.paths import repo_root
 from spl_bench.report.markdown import to_markdown
 from spl_bench.runner.drift import kernel_family
@@ -304,6 +311,37 @@ def acs_pendigits_case() -> list[dict]:
     return out
 
 
+def mospl_refits_case() -> list[dict]:
+    """MOSPL's refit chain (``refit_chain`` in ``refit_order``, from the ``v = 1`` fit) on :func:`hiva`'s
+    2,306 rows: the logistic refits by each route; ``events``: the refits, ``same_events``: every
+    refit's coefficients within 1e-8 (relative) of the first route's."""
+    X, y = hiva(2306, None)
+    model = get_model("logistic", C=1.0)
+    full = model.fit_weighted(X, y, np.ones(len(y)))
+    losses = model.losses(full, X, y)
+    # linear SP weights v = max(0, 1 - ell / lam) at ages spread over the losses' range
+    lams = np.quantile(losses, np.linspace(0.55, 0.95, REFIT_POINTS))
+    V = np.clip(1.0 - losses[None, :] / lams[:, None], 0.0, 1.0)
+    unit = lu_unit(X.shape[1] + 1)
+    out, ref = [], None
+    for route, refuse in (("hessian_each_step", True), ("checked_refined", False)):
+        fits, _ = make_inner_solver("hybrid", model, X, y, distant_starts=True)
+        t = time.process_time()
+        with warnings.catch_warnings(), patch.object(
+                GLMDesign, "_newton_step_ok", (lambda *a, **k: False) if refuse else GLMDesign._newton_step_ok):
+            warnings.simplefilter("ignore")
+            params = refit_chain(fits, X, y, V, refit_order(V), full)
+        cpu = time.process_time() - t
+        coefs = np.array([np.append(p.coef, p.intercept) for p in params])
+        ref = coefs if ref is None else ref
+        same = bool(np.abs(coefs - ref).max() <= 1e-8 * (1.0 + float(np.abs(ref).max())))
+        out.append(_row("mospl_hiva_refits", route, X, cpu, unit, len(params), same))
+    return out
+
+
+#: weight vectors of the MOSPL refit proxy (a Tables 5-6 hiva run refits about 148)
+REFIT_POINTS = 12
+
 #: rows and ages of the ACS proxy (the whole training set of the cell; the cell runs 40 ages)
 ACS_ROWS = 2098
 ACS_AGES = [0.1, 0.6, 1.1, 1.6]
@@ -357,6 +395,7 @@ CASES = {
     "outlier_path_musk_extended": lambda: outlier_path_case("outlier_path_musk_extended", 2638, EXTENDED_ROUTES),
     "cccp_smo_musk": cccp_smo_case,
     "acs_pendigits": acs_pendigits_case,
+    "mospl_hiva_refits": mospl_refits_case,
 }
 
 
