@@ -59,6 +59,7 @@ import argparse
 import platform
 import time
 import warnings
+from contextlib import nullcontext
 from unittest.mock import patch
 
 import numpy as np
@@ -327,8 +328,9 @@ def mospl_refits_case() -> list[dict]:
     for route, refuse in (("hessian_each_step", True), ("checked_refined", False)):
         fits, _ = make_inner_solver("hybrid", model, X, y, distant_starts=True)
         t = time.process_time()
-        with warnings.catch_warnings(), patch.object(
-                GLMDesign, "_newton_step_ok", (lambda *a, **k: False) if refuse else GLMDesign._newton_step_ok):
+        # hessian_each_step: the check refuses every refined step, so each is solved with its Hessian
+        refusing = patch.object(GLMDesign, "_newton_step_ok", lambda *a, **k: False) if refuse else nullcontext()
+        with warnings.catch_warnings(), refusing:
             warnings.simplefilter("ignore")
             params = refit_chain(fits, X, y, V, refit_order(V), full)
         cpu = time.process_time() - t

@@ -286,16 +286,14 @@ class GLMDesign:
                 aXL = abs(XL) if aXL is None else aXL
                 forcing = min(self.newton_forcing, gmax / scale)
                 rtol, bound = max(forcing, 1e-13), self._jvp_bound(theta, XL, D, aXL)
+                jscale, floor = ref[1], bound
                 if self.newton_step_check:
                     # conjugate gradients held to the check's own test, |H s + g| <= max(forcing |g|,
                     # 1e-13 bound(s)): residuals relative to |g| (jscale 0), floored at the products'
                     # rounding (bound scaled by 1e-13 / rtol, since pcg multiplies its floor by rtol)
-                    solver = RefinedFactor(self._jvp(theta, XL, D), ref[0], full, jscale=0.0, tol=rtol,
-                                           max_iter=self.refine_max_iter,
-                                           bound=lambda x, _b=bound, _t=rtol: 1e-13 / _t * _b(x))
-                else:
-                    solver = RefinedFactor(self._jvp(theta, XL, D), ref[0], full, jscale=ref[1], tol=rtol,
-                                           max_iter=self.refine_max_iter, bound=bound)
+                    jscale, floor = 0.0, lambda x, _b=bound, _t=rtol: 1e-13 / _t * _b(x)
+                solver = RefinedFactor(self._jvp(theta, XL, D), ref[0], full, jscale=jscale, tol=rtol,
+                                       max_iter=self.refine_max_iter, bound=floor)
                 step = solver.solve(-g)
                 if self.newton_step_check and not self._newton_step_ok(theta, XL, D, aXL, step, g, forcing):
                     step = full().solve(-g)  # (and its factor is the next steps' reference)
